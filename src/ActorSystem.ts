@@ -1,0 +1,292 @@
+/**
+ * The actor runtime as an Effect service: spawning, the system scheduler, the event stream, dead letters and a
+ * graceful shutdown. Build it with `layer(options)`; when the layer's scope closes every actor is stopped (children
+ * first, `postStop` hooks run), every timer is cancelled and no fiber is left.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import type { Actor } from "./Actor.js"
+import type { ActorRef } from "./ActorRef.js"
+import type { EventStream } from "./EventStream.js"
+import { make as makeSystem } from "./internal/actorSystem.js"
+import type { Scheduler } from "./Scheduler.js"
+
+/**
+ * The options `ActorSystem.layer` validates. Durations are anything `Duration.decode` accepts (`"5 seconds"`, millis).
+ *
+ * | option | default | meaning |
+ * | --- | --- | --- |
+ * | `name` | required | the system's name: letters, digits, `-`, `_` |
+ * | `mailboxCapacity` | unbounded | default bounded capacity for every actor |
+ * | `askTimeout` | 5 seconds | `ActorRef.ask`'s default timeout |
+ * | `throughput` | 64 | messages an actor handles before yielding to other fibers |
+ * | `guardian` | `"restart"` | how top-level actors are supervised: `restart`, `stop` or `resume` |
+ * | `shutdownTimeout` | 10 seconds | how long shutdown waits for actors to stop before interrupting them |
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const Options = Schema.Struct({
+  name: Schema.String.pipe(
+    Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, {
+      message: () => "name must start with a letter or digit and contain only letters, digits, '-' and '_'"
+    })
+  ),
+  mailboxCapacity: Schema.optional(
+    Schema.Number.pipe(Schema.int(), Schema.positive({ message: () => "mailboxCapacity must be a positive integer" }))
+  ),
+  askTimeout: Schema.optional(positiveDuration("askTimeout")),
+  throughput: Schema.optional(
+    Schema.Number.pipe(Schema.int(), Schema.positive({ message: () => "throughput must be a positive integer" }))
+  ),
+  guardian: Schema.optional(Schema.Literal("restart", "stop", "resume")),
+  shutdownTimeout: Schema.optional(positiveDuration("shutdownTimeout"))
+})
+
+function positiveDuration(option: string) {
+  return Schema.declare(
+    (u): u is Duration.DurationInput =>
+      Option.match(Duration.decodeUnknown(u), {
+        onNone: () => false,
+        onSome: (d) => Duration.isFinite(d) && Duration.toMillis(d) > 0 && !(typeof u === "number" && u <= 0)
+      }),
+    {
+      identifier: "PositiveDuration",
+      message: () => `${option} must be a positive finite duration such as "5 seconds" or 5000 (millis)`
+    }
+  )
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Options = Schema.Schema.Type<typeof Options>
+
+/**
+ * The options did not validate; `message` says which option and why.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import { ActorSystem } from "tickwork"
+ *
+ * const bad = Layer.build(ActorSystem.layer({ name: "" })).pipe(
+ *   Effect.scoped,
+ *   Effect.catchTag("InvalidActorSystemOptions", (e) => Effect.logError(e.message))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidActorSystemOptions extends Data.TaggedError("InvalidActorSystemOptions")<{
+  readonly details: string
+}> {
+  override get message(): string {
+    return `invalid ActorSystem options:\n${this.details}`
+  }
+}
+
+/**
+ * A spawn used a name that is not valid: empty, starting with `$` (reserved for generated names), or containing `/`.
+ *
+ * @example
+ * ```ts
+ * import { ActorSystem } from "tickwork"
+ *
+ * console.log(new ActorSystem.InvalidActorName({ name: "a/b", reason: "must not contain '/'" }).message)
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidActorName extends Data.TaggedError("InvalidActorName")<{
+  readonly name: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `invalid actor name "${this.name}": ${this.reason}`
+  }
+}
+
+/**
+ * A sibling with the same name is alive.
+ *
+ * @example
+ * ```ts
+ * import { ActorSystem } from "tickwork"
+ *
+ * console.log(new ActorSystem.ActorNameTaken({ path: "/user/orders" }).message)
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ActorNameTaken extends Data.TaggedError("ActorNameTaken")<{ readonly path: string }> {
+  override get message(): string {
+    return `an actor named ${this.path} is already running`
+  }
+}
+
+/**
+ * The system (or the parent) is shutting down or gone; nothing new can start.
+ *
+ * @example
+ * ```ts
+ * import { ActorSystem } from "tickwork"
+ *
+ * console.log(new ActorSystem.ActorSystemTerminated({ system: "demo" }).message)
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ActorSystemTerminated extends Data.TaggedError("ActorSystemTerminated")<{ readonly system: string }> {
+  override get message(): string {
+    return `actor system ${this.system} has terminated (or the parent has stopped)`
+  }
+}
+
+/**
+ * Why a spawn failed.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type SpawnError = InvalidActorName | ActorNameTaken | ActorSystemTerminated
+
+/**
+ * Live counts, for diagnostics and for tests that prove nothing leaked.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Stats {
+  /** Actors that have not terminated. */
+  readonly actors: number
+  /** Actor fibers, scheduler-task fibers and the timer driver fiber still running. */
+  readonly fibers: number
+  /** Active `context.timers` timers across all actors, plus pending system-scheduler schedules. */
+  readonly timers: number
+  /** Entries in the timer engine. */
+  readonly engineEntries: number
+  /** Messages published as dead letters since start. */
+  readonly deadLetters: number
+}
+
+/**
+ * The service.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ActorSystemService {
+  readonly name: string
+  /** Spawns a top-level actor under `/user`. The name is generated (`$0`, `$1`, ...) when omitted. */
+  readonly spawn: <M, S, E, R>(actor: Actor<M, S, E, R>, name?: string) => Effect.Effect<ActorRef<M>, SpawnError, R>
+  /** Stops an actor (after its current message) and waits until it has terminated. */
+  readonly stop: (ref: ActorRef<never>) => Effect.Effect<void>
+  readonly scheduler: Scheduler
+  readonly eventStream: EventStream
+  /** Where undeliverable messages go; telling it publishes a `DeadLetter`. */
+  readonly deadLetters: ActorRef<unknown>
+  /** Stops every actor, cancels every timer and ends the driver. Idempotent; the layer runs it on release. */
+  readonly shutdown: Effect.Effect<void>
+  readonly stats: Effect.Effect<Stats>
+}
+
+/**
+ * The ActorSystem service tag.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ActorSystem } from "tickwork"
+ *
+ * const program = Effect.gen(function*() {
+ *   const system = yield* ActorSystem.ActorSystem
+ *   yield* Effect.logInfo(`running ${system.name}`)
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class ActorSystem extends Context.Tag("tickwork/ActorSystem")<ActorSystem, ActorSystemService>() {}
+
+/**
+ * Validates `options` and builds a system for the layer's scope.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ActorSystem } from "tickwork"
+ *
+ * const program = Effect.gen(function*() {
+ *   const system = yield* ActorSystem.ActorSystem
+ *   yield* Effect.logInfo(system.name)
+ * }).pipe(Effect.provide(ActorSystem.layer({ name: "demo" })))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: Options): Layer.Layer<ActorSystem, InvalidActorSystemOptions> =>
+  Layer.scoped(ActorSystem, Effect.flatMap(decodeOptions(options), makeSystem))
+
+/**
+ * Validates options as `layer` does (useful for options read from configuration).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ActorSystem } from "tickwork"
+ *
+ * const checked = ActorSystem.decodeOptions({ name: "demo", throughput: 0 })
+ * // fails with InvalidActorSystemOptions: throughput must be a positive integer
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const decodeOptions = (options: unknown): Effect.Effect<Options, InvalidActorSystemOptions> =>
+  Schema.decodeUnknown(Options, { errors: "all", onExcessProperty: "error" })(options).pipe(
+    Effect.mapError(
+      (error) =>
+        new InvalidActorSystemOptions({
+          details: ParseResult.ArrayFormatter.formatErrorSync(error)
+            .map((issue) => `- ${issue.path.join(".") || "options"}: ${issue.message}`)
+            .join("\n")
+        })
+    )
+  )
+
+/**
+ * Spawns a top-level actor in the current system.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Actor, ActorSystem } from "tickwork"
+ *
+ * const Echo = Actor.make<string>()({ receive: (msg) => Effect.logInfo(msg) })
+ * const program = ActorSystem.spawn(Echo, "echo").pipe(Effect.flatMap((echo) => echo.tell("hi")))
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const spawn = <M, S, E, R>(
+  actor: Actor<M, S, E, R>,
+  name?: string
+): Effect.Effect<ActorRef<M>, SpawnError, R | ActorSystem> =>
+  Effect.flatMap(ActorSystem, (system) => system.spawn(actor, name))

@@ -1,0 +1,98 @@
+/**
+ * The system scheduler: schedules that belong to the actor system, not to an actor. They survive any actor's stop
+ * and restart and end with the system (or when cancelled). Use it outside actors (signal handlers, start-up glue) or
+ * for work that must outlive the actor that starts it; inside an actor prefer `context.timers`.
+ *
+ * Message schedules deliver through the target's mailbox as ticks (they do not reset its receive timeout; a full
+ * bounded mailbox drops them and the schedule keeps firing); a stopped target's messages go to dead letters. Function
+ * tasks run on their own fiber so a slow task never stalls other timers; runs of one task never overlap (a run that
+ * comes due while the previous one is still going starts right after it). A failing task is logged at error level
+ * and published as `SchedulerError`; a repeating task keeps its schedule.
+ *
+ * @since 0.1.0
+ */
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import type { ActorRef } from "./ActorRef.js"
+import type { InvalidTimerDelay, InvalidTimerInterval } from "./TimerError.js"
+
+/**
+ * A handle to a schedule.
+ *
+ * `cancel` succeeds with true only when it stopped an active schedule: false when it was cancelled before or has
+ * run out. A one-shot message schedule counts as active until the target has handled the message, so cancelling it
+ * while the message waits in the mailbox still works and drops the message. A one-shot function task is done once
+ * it has started.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Cancellable {
+  readonly cancel: Effect.Effect<boolean>
+  /** True after a successful `cancel` (and for schedules made after the system shut down). */
+  readonly isCancelled: Effect.Effect<boolean>
+}
+
+/**
+ * The scheduler of one actor system (`system.scheduler`).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ActorSystem } from "tickwork"
+ *
+ * const program = Effect.gen(function*() {
+ *   const system = yield* ActorSystem.ActorSystem
+ *   const alive = yield* system.scheduler.scheduleAtFixedRateFunction("5 seconds", "30 seconds", Effect.logInfo("still alive"))
+ *   // later
+ *   yield* alive.cancel
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Scheduler {
+  /** Sends `message` to `target` once, after `delay`. */
+  readonly scheduleOnce: <Msg>(
+    delay: Duration.DurationInput,
+    target: ActorRef<Msg>,
+    message: Msg,
+    sender?: ActorRef<any>
+  ) => Effect.Effect<Cancellable, InvalidTimerDelay>
+  /** Runs `task` once, after `delay`. */
+  readonly scheduleOnceFunction: <E, R>(
+    delay: Duration.DurationInput,
+    task: Effect.Effect<unknown, E, R>
+  ) => Effect.Effect<Cancellable, InvalidTimerDelay, R>
+  /** Sends `message` to `target` after `initialDelay`, then every `interval` on a fixed grid. */
+  readonly scheduleAtFixedRate: <Msg>(
+    initialDelay: Duration.DurationInput,
+    interval: Duration.DurationInput,
+    target: ActorRef<Msg>,
+    message: Msg,
+    sender?: ActorRef<any>
+  ) => Effect.Effect<Cancellable, InvalidTimerDelay | InvalidTimerInterval>
+  /** Runs `task` after `initialDelay`, then every `interval` on a fixed grid. */
+  readonly scheduleAtFixedRateFunction: <E, R>(
+    initialDelay: Duration.DurationInput,
+    interval: Duration.DurationInput,
+    task: Effect.Effect<unknown, E, R>
+  ) => Effect.Effect<Cancellable, InvalidTimerDelay | InvalidTimerInterval, R>
+}
+
+/**
+ * Cancels `self`; true when it stopped an active schedule.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Scheduler } from "tickwork"
+ *
+ * const stop = (handle: Scheduler.Cancellable) => Scheduler.cancel(handle).pipe(Effect.tap(Effect.log))
+ * ```
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const cancel = (self: Cancellable): Effect.Effect<boolean> => self.cancel

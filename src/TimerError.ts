@@ -1,0 +1,92 @@
+/**
+ * The tagged errors that timer and scheduler operations fail with.
+ *
+ * Every timer API in tickwork fails with one of these instead of throwing, so bad input shows up in the type of the
+ * effect that caused it.
+ *
+ * @since 0.1.0
+ */
+import * as Data from "effect/Data"
+
+/**
+ * A delay was negative or not a finite number of milliseconds.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { TimerError } from "tickwork"
+ *
+ * const failure = Effect.fail(new TimerError.InvalidTimerDelay({ delayMillis: -1, reason: "must not be negative" }))
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidTimerDelay extends Data.TaggedError("InvalidTimerDelay")<{
+  readonly delayMillis: number
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `invalid timer delay ${this.delayMillis} ms: ${this.reason}`
+  }
+}
+
+/**
+ * An interval was not strictly positive or not a finite number of milliseconds.
+ *
+ * @example
+ * ```ts
+ * import { TimerError } from "tickwork"
+ *
+ * const error = new TimerError.InvalidTimerInterval({ intervalMillis: 0, reason: "must be strictly positive" })
+ * console.log(error.message)
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidTimerInterval extends Data.TaggedError("InvalidTimerInterval")<{
+  readonly intervalMillis: number
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `invalid timer interval ${this.intervalMillis} ms: ${this.reason}`
+  }
+}
+
+/**
+ * A cron expression could not be parsed or can never fire. `field` names the Quartz field at fault when one is.
+ *
+ * @example
+ * ```ts
+ * import { TimerError } from "tickwork"
+ *
+ * const error = new TimerError.InvalidCronExpression({
+ *   expression: "0 0 25 * * ?",
+ *   field: "hours",
+ *   reason: "25 is outside 0-23"
+ * })
+ * console.log(error.message)
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidCronExpression extends Data.TaggedError("InvalidCronExpression")<{
+  readonly expression: string
+  readonly field?: string | undefined
+  readonly reason: string
+}> {
+  override get message(): string {
+    const where = this.field === undefined ? "" : ` (field ${this.field})`
+    return `invalid cron expression "${this.expression}"${where}: ${this.reason}`
+  }
+}
+
+/**
+ * Any error a timer operation can fail with.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type TimerError = InvalidTimerDelay | InvalidTimerInterval | InvalidCronExpression

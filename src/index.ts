@@ -1,0 +1,28 @@
+/**
+ * tickwork: Effect-native timers and scheduling for actor systems.
+ *
+ * @since 0.1.0
+ */
+
+/** @since 0.1.0 */
+export * as Actor from "./Actor.js"
+/** @since 0.1.0 */
+export * as ActorRef from "./ActorRef.js"
+/** @since 0.1.0 */
+export * as ActorSystem from "./ActorSystem.js"
+/** @since 0.1.0 */
+export * as EventStream from "./EventStream.js"
+/** @since 0.1.0 */
+export * as LogContext from "./LogContext.js"
+/** @since 0.1.0 */
+export * as Metrics from "./Metrics.js"
+/** @since 0.1.0 */
+export * as QuartzCron from "./QuartzCron.js"
+/** @since 0.1.0 */
+export * as Scheduler from "./Scheduler.js"
+/** @since 0.1.0 */
+export * as Supervision from "./Supervision.js"
+/** @since 0.1.0 */
+export * as TimerError from "./TimerError.js"
+/** @since 0.1.0 */
+export * as Timers from "./Timers.js"

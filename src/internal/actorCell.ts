@@ -1,0 +1,626 @@
+/**
+ * The runtime of one actor: its mailbox loop, state, children, timers and receive timeout.
+ *
+ * One fiber per actor runs `run`: it drains the mailbox in batches (no suspension per message while work is queued)
+ * and parks on the mailbox's resume callback when it is empty. Lifetimes follow DESIGN §3: stop and restart cancel the
+ * incarnation's timers and stop its children before anything new starts.
+ */
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import type * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import * as FiberRef from "effect/FiberRef"
+import * as HashMap from "effect/HashMap"
+import type * as Schedule from "effect/Schedule"
+import * as ScheduleDecision from "effect/ScheduleDecision"
+import * as Intervals from "effect/ScheduleIntervals"
+import type { Actor, ActorContext } from "../Actor.js"
+import type { ActorRef } from "../ActorRef.js"
+import type { ActorSystemService, SpawnError } from "../ActorSystem.js"
+import type { LogContext } from "../LogContext.js"
+import type { SupervisorStrategy } from "../Supervision.js"
+import type { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
+import type { TimerScheduler } from "../Timers.js"
+import { delayMillis, intervalMillis } from "./duration.js"
+import { EMPTY, Mailbox } from "./mailbox.js"
+import { recordDelivered, recordDropped, recordLateness } from "./metrics.js"
+import { BaseRef, type Delivery } from "./refs.js"
+import { MailboxTick } from "./tick.js"
+import type { TimerDriver } from "./timerDriver.js"
+
+/** What a cell needs from its system. */
+export interface CellHost {
+  readonly driver: TimerDriver
+  readonly service: ActorSystemService
+  readonly throughput: number
+  readonly askTimeoutMillis: number
+  readonly defaultMailboxCapacity: number
+  readonly guardianStrategy: SupervisorStrategy
+  spawnCell<M, S, E, R>(
+    actor: Actor<M, S, E, R>,
+    name: string | undefined,
+    parent: ActorCell | undefined
+  ): Effect.Effect<ActorRef<M>, SpawnError, R>
+  deadLetter(message: unknown, sender: ActorRef<any> | undefined, recipient: string, reason: Delivery): void
+  terminated(cell: ActorCell): void
+}
+
+/** A user message that carries a sender or the sender's log context; a bare message is queued as itself. */
+class Envelope {
+  constructor(
+    readonly message: unknown,
+    readonly sender: ActorRef<any> | undefined,
+    readonly logContext: LogContext | undefined
+  ) {}
+}
+
+class StopMessage {}
+const STOP = new StopMessage()
+
+class ChildFailed {
+  constructor(
+    readonly child: ActorCell,
+    readonly cause: Cause.Cause<unknown>
+  ) {}
+}
+
+enum Status {
+  Starting = 0,
+  Running = 1,
+  Stopping = 2,
+  Terminated = 3
+}
+
+enum Mode {
+  Single = 0,
+  FixedDelay = 1,
+  FixedRate = 2,
+  Schedule = 3
+}
+
+/** A `context.timers` timer. Replacing or cancelling it sets `active = false`; its queued ticks are then stale. */
+class ActorTimer extends MailboxTick {
+  active = true
+  scheduleState: unknown
+  readonly kind = "actor_timer" as const
+
+  constructor(
+    readonly cell: ActorCell,
+    readonly key: string,
+    readonly message: unknown,
+    readonly mode: Mode,
+    readonly interval: number,
+    readonly schedule: Schedule.Schedule<unknown> | undefined
+  ) {
+    super()
+  }
+
+  fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
+    const due = this.due
+    switch (this.mode) {
+      case Mode.Single:
+        this.finished = true
+        break
+      case Mode.FixedDelay:
+        driver.schedule(this, now + this.interval)
+        break
+      case Mode.FixedRate:
+        driver.schedule(this, due + this.interval)
+        break
+      case Mode.Schedule: {
+        const dropped = this.cell.offerTick(this, due, now)
+        const next = this.step(now, driver)
+        return dropped === undefined ? next : Effect.zipRight(dropped, next)
+      }
+    }
+    return this.cell.offerTick(this, due, now)
+  }
+
+  /** Asks the schedule for the next due time; a finished schedule leaves the timer active until its last tick. */
+  step(now: number, driver: TimerDriver): Effect.Effect<void> {
+    return Effect.map(this.schedule!.step(now, undefined, this.scheduleState), ([state, , decision]) => {
+      if (!this.active) return
+      this.scheduleState = state
+      if (ScheduleDecision.isDone(decision)) {
+        this.finished = true
+        if (this.queued === 0) this.cell.removeTimer(this)
+      } else {
+        driver.schedule(this, Math.max(Intervals.start(decision.intervals), now))
+      }
+    })
+  }
+
+  accept(): boolean {
+    if (!this.active) return false
+    if (this.finished && this.queued === 0) this.cell.removeTimer(this)
+    return true
+  }
+
+  undeliverable(): void {
+    if (this.finished && this.queued === 0) this.cell.removeTimer(this)
+  }
+}
+
+/** The receive-timeout timer: re-checks idleness when it fires instead of being re-armed on every message. */
+class ReceiveTimeout extends MailboxTick {
+  active = true
+  readonly kind = "receive_timeout" as const
+
+  constructor(
+    readonly cell: ActorCell,
+    readonly timeout: number,
+    readonly message: unknown
+  ) {
+    super()
+  }
+
+  fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
+    const idleSince = this.cell.lastActivity
+    if (now - idleSince < this.timeout) {
+      driver.schedule(this, idleSince + this.timeout)
+      return undefined
+    }
+    const due = this.due
+    driver.schedule(this, now + this.timeout)
+    return this.cell.offerTick(this, due, now)
+  }
+
+  accept(): boolean {
+    return this.active && this.cell.receiveTimeout === this
+  }
+
+  undeliverable(): void {}
+}
+
+/** The ref of a mailbox-backed actor. */
+export class CellRef<Msg> extends BaseRef<Msg> {
+  constructor(readonly cell: ActorCell) {
+    super()
+  }
+
+  get path(): string {
+    return this.cell.path
+  }
+
+  override get defaultAskTimeoutMillis(): number {
+    return this.cell.host.askTimeoutMillis
+  }
+
+  deliver(message: Msg, sender: ActorRef<any> | undefined, logContext: LogContext | undefined): Delivery {
+    return this.cell.deliver(message, sender, logContext)
+  }
+}
+
+export class ActorCell {
+  readonly ref: CellRef<any>
+  readonly mailbox: Mailbox
+  readonly children = new Map<string, ActorCell>()
+  readonly timers = new Map<string, ActorTimer>()
+  readonly done: Deferred.Deferred<void> = Deferred.unsafeMake(FiberId.none)
+  readonly context: ActorContext<any>
+  fiber: Fiber.RuntimeFiber<void, never> | undefined = undefined
+  receiveTimeout: ReceiveTimeout | undefined = undefined
+  lastActivity = 0
+  private state: unknown = undefined
+  private status = Status.Starting
+  private currentSender: ActorRef<any> | undefined = undefined
+  private restarts: Array<number> = []
+  private anonymous = 0
+
+  constructor(
+    readonly host: CellHost,
+    readonly actor: Actor<any, any, any, any>,
+    readonly name: string,
+    readonly path: string,
+    readonly parent: ActorCell | undefined
+  ) {
+    this.ref = new CellRef(this)
+    this.mailbox = new Mailbox(actor.mailboxCapacity ?? host.defaultMailboxCapacity)
+    this.context = makeContext(this)
+  }
+
+  get isTerminated(): boolean {
+    return this.status === Status.Terminated
+  }
+
+  get sender(): ActorRef<any> | undefined {
+    return this.currentSender
+  }
+
+  nextChildName(): string {
+    return `$${(this.anonymous++).toString(36)}`
+  }
+
+  // ---------------------------------------------------------------- delivery
+
+  deliver(message: unknown, sender: ActorRef<any> | undefined, logContext: LogContext | undefined): Delivery {
+    if (this.status >= Status.Stopping) {
+      this.host.deadLetter(message, sender, this.path, "stopped")
+      return "stopped"
+    }
+    const entry = sender === undefined && logContext === undefined ? message : new Envelope(message, sender, logContext)
+    if (this.mailbox.offer(entry)) return "delivered"
+    this.host.deadLetter(message, sender, this.path, "mailbox-full")
+    return "mailbox-full"
+  }
+
+  /** Called by the driver when one of this actor's ticks fires. Never suspends. */
+  offerTick(tick: MailboxTick, due: number, now: number): Effect.Effect<void> | undefined {
+    recordLateness(now - due)
+    if (this.status >= Status.Stopping) {
+      if (tick.kind === "scheduler_message") this.host.deadLetter(tick.message, tick.sender, this.path, "stopped")
+      else recordDropped("owner_stopped")
+      tick.undeliverable()
+      return undefined
+    }
+    if (this.mailbox.offer(tick)) {
+      tick.queued++
+      return undefined
+    }
+    recordDropped("mailbox_full")
+    tick.undeliverable()
+    return Effect.logWarning(
+      `tick dropped: mailbox full (capacity ${this.mailbox.capacity}); the timer keeps firing`
+    ).pipe(Effect.annotateLogs({ actor: this.path, timer_kind: tick.kind }))
+  }
+
+  // ---------------------------------------------------------------- the loop
+
+  readonly run: Effect.Effect<void> = Effect.suspend(() => {
+    const throughput = this.host.throughput
+    let budget = throughput
+    const next = Effect.suspend(() => loop())
+    // Handles queued entries back to back; suspends only to run a handler, to park on an empty mailbox, or to
+    // yield after `throughput` entries so that one busy actor cannot starve the others.
+    const loop = (): Effect.Effect<void> => {
+      for (;;) {
+        if (this.status === Status.Terminated) return Effect.void
+        if (budget-- <= 0) {
+          budget = throughput
+          return Effect.zipRight(Effect.yieldNow(), next)
+        }
+        const entry = this.mailbox.poll()
+        if (entry === EMPTY) {
+          budget = throughput
+          return Effect.zipRight(this.mailbox.awaitMessage, next)
+        }
+        const effect = this.handle(entry)
+        if (effect !== undefined) return Effect.zipRight(effect, next)
+      }
+    }
+    return Effect.zipRight(this.start(), next)
+  })
+
+  /** Handles one entry; undefined when it was dropped without running anything. */
+  private handle(entry: unknown): Effect.Effect<void> | undefined {
+    if (entry instanceof MailboxTick) {
+      entry.queued--
+      if (!entry.accept()) {
+        recordDropped("stale")
+        return undefined
+      }
+      recordDelivered(entry.kind)
+      return this.invoke(entry.message, entry.sender, undefined, true)
+    }
+    if (entry instanceof Envelope) return this.invoke(entry.message, entry.sender, entry.logContext, false)
+    if (entry === STOP) return this.stop()
+    if (entry instanceof ChildFailed) {
+      // A child escalated: this actor fails with the child's cause.
+      return this.status === Status.Running ? this.onFailure(entry.cause) : undefined
+    }
+    return this.invoke(entry, undefined, undefined, false)
+  }
+
+  private invoke(
+    message: unknown,
+    sender: ActorRef<any> | undefined,
+    logContext: LogContext | undefined,
+    tick: boolean
+  ): Effect.Effect<void> | undefined {
+    if (this.status !== Status.Running) return undefined
+    if (!tick && this.receiveTimeout !== undefined) this.lastActivity = this.host.driver.now()
+    this.currentSender = sender
+    let effect = this.actor.receive(message, this.context, this.state) as Effect.Effect<unknown, unknown>
+    if (logContext !== undefined) {
+      effect = Effect.locally(
+        effect,
+        FiberRef.currentLogAnnotations,
+        HashMap.set(logContext.annotations, "actor", this.path as unknown)
+      ).pipe(Effect.locally(FiberRef.currentLogSpan, logContext.spans))
+    }
+    return Effect.matchCauseEffect(effect, {
+      onSuccess: (state) => {
+        this.state = state
+        this.currentSender = undefined
+        return Effect.void
+      },
+      onFailure: (cause) => {
+        this.currentSender = undefined
+        return this.onFailure(cause)
+      }
+    })
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  private start(): Effect.Effect<void> {
+    return Effect.matchCauseEffect(this.actor.preStart(this.context) as Effect.Effect<unknown, unknown>, {
+      onSuccess: (state) => {
+        this.state = state
+        if (this.status === Status.Starting) this.status = Status.Running
+        return Effect.void
+      },
+      onFailure: (cause) =>
+        Effect.zipRight(Effect.logError("preStart failed; the actor is stopped", cause), this.terminate(false))
+    })
+  }
+
+  private onFailure(cause: Cause.Cause<unknown>): Effect.Effect<void> {
+    const strategy = this.parent?.actor.supervisorStrategy ?? this.host.guardianStrategy
+    let directive = strategy.decide(cause)
+    if (directive === "restart" && !this.mayRestart(strategy)) directive = "stop"
+    const logged = Effect.logError(`actor failed; supervisor directive: ${directive}`, cause)
+    switch (directive) {
+      case "resume":
+        return logged
+      case "restart":
+        return Effect.zipRight(logged, this.restart(cause))
+      case "stop":
+        return Effect.zipRight(logged, this.stop())
+      case "escalate": {
+        const parent = this.parent
+        return Effect.zipRight(
+          logged,
+          Effect.zipRight(
+            this.stop(),
+            Effect.sync(() => parent?.mailbox.offerSystem(new ChildFailed(this, cause)))
+          )
+        )
+      }
+    }
+  }
+
+  private mayRestart(strategy: SupervisorStrategy): boolean {
+    if (strategy.maxRestarts === Number.POSITIVE_INFINITY) return true
+    const now = this.host.driver.now()
+    this.restarts = this.restarts.filter((t) => now - t < strategy.withinMillis)
+    if (this.restarts.length >= strategy.maxRestarts) return false
+    this.restarts.push(now)
+    return true
+  }
+
+  private restart(cause: Cause.Cause<unknown>): Effect.Effect<void> {
+    return Effect.gen(this, function* () {
+      this.status = Status.Starting
+      this.cancelTimers()
+      yield* this.stopChildren()
+      yield* guard(this.actor.preRestart(this.context, this.state, cause), "preRestart")
+      const started = yield* Effect.exit(this.actor.preStart(this.context) as Effect.Effect<unknown, unknown>)
+      if (started._tag === "Failure") {
+        yield* Effect.logError("preStart failed on restart; the actor is stopped", started.cause)
+        return yield* this.terminate(false)
+      }
+      this.state = started.value
+      this.status = Status.Running
+      yield* guard(this.actor.postRestart(this.context, this.state, cause), "postRestart")
+    })
+  }
+
+  /** Stops this actor now: timers, then children, then `postStop`, then dead letters for what is left. */
+  stop(): Effect.Effect<void> {
+    return this.status >= Status.Stopping ? Effect.void : this.terminate(true)
+  }
+
+  private terminate(runPostStop: boolean): Effect.Effect<void> {
+    return Effect.gen(this, function* () {
+      const wasRunning = this.status === Status.Running
+      this.status = Status.Stopping
+      this.cancelTimers()
+      yield* this.stopChildren()
+      if (runPostStop && wasRunning) yield* guard(this.actor.postStop(this.context, this.state), "postStop")
+      this.status = Status.Terminated
+      this.drainToDeadLetters()
+      this.parent?.children.delete(this.name)
+      this.host.terminated(this)
+      Deferred.unsafeDone(this.done, Effect.void)
+    })
+  }
+
+  /** The fiber ended without a regular stop (it was interrupted): release everything without running hooks. */
+  abandon(): void {
+    if (this.status === Status.Terminated) return
+    this.status = Status.Terminated
+    this.cancelTimers()
+    this.drainToDeadLetters()
+    this.parent?.children.delete(this.name)
+    this.host.terminated(this)
+    Deferred.unsafeDone(this.done, Effect.void)
+  }
+
+  /** Asks a child (or self) to stop after its current message. */
+  requestStop(): void {
+    if (this.status < Status.Stopping) this.mailbox.offerSystem(STOP)
+  }
+
+  private stopChildren(): Effect.Effect<void> {
+    if (this.children.size === 0) return Effect.void
+    const children = Array.from(this.children.values())
+    for (const child of children) child.requestStop()
+    return Effect.forEach(children, (child) => Deferred.await(child.done), { discard: true })
+  }
+
+  private drainToDeadLetters(): void {
+    for (;;) {
+      const entry = this.mailbox.pollUser()
+      if (entry === EMPTY) break
+      if (entry instanceof MailboxTick) {
+        entry.queued--
+        if (entry.kind === "scheduler_message" && entry.accept()) {
+          this.host.deadLetter(entry.message, entry.sender, this.path, "stopped")
+        } else {
+          recordDropped("owner_stopped")
+        }
+      } else if (entry instanceof Envelope) {
+        this.host.deadLetter(entry.message, entry.sender, this.path, "stopped")
+      } else {
+        this.host.deadLetter(entry, undefined, this.path, "stopped")
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------- timers
+
+  /** Cancels every timer of the incarnation, including the receive timeout; their queued ticks become stale. */
+  cancelTimers(): void {
+    const driver = this.host.driver
+    for (const timer of this.timers.values()) {
+      timer.active = false
+      driver.cancel(timer)
+    }
+    this.timers.clear()
+    this.clearReceiveTimeout()
+  }
+
+  removeTimer(timer: ActorTimer): void {
+    timer.active = false
+    this.host.driver.cancel(timer)
+    if (this.timers.get(timer.key) === timer) this.timers.delete(timer.key)
+  }
+
+  startTimer(
+    key: string,
+    message: unknown,
+    mode: Mode,
+    firstDelay: number,
+    interval: number,
+    schedule?: Schedule.Schedule<unknown>
+  ): ActorTimer | undefined {
+    if (this.status >= Status.Stopping) return undefined
+    const previous = this.timers.get(key)
+    if (previous !== undefined) this.removeTimer(previous)
+    const timer = new ActorTimer(this, key, message, mode, interval, schedule)
+    this.timers.set(key, timer)
+    if (mode !== Mode.Schedule) this.host.driver.schedule(timer, this.host.driver.now() + firstDelay)
+    return timer
+  }
+
+  setReceiveTimeout(timeout: number, message: unknown): void {
+    if (this.status >= Status.Stopping) return
+    this.clearReceiveTimeout()
+    const driver = this.host.driver
+    const entry = new ReceiveTimeout(this, timeout, message)
+    this.receiveTimeout = entry
+    this.lastActivity = driver.now()
+    driver.schedule(entry, this.lastActivity + timeout)
+  }
+
+  clearReceiveTimeout(): void {
+    const entry = this.receiveTimeout
+    if (entry === undefined) return
+    entry.active = false
+    this.host.driver.cancel(entry)
+    this.receiveTimeout = undefined
+  }
+}
+
+const guard = (effect: Effect.Effect<void, never, any>, hook: string): Effect.Effect<void> =>
+  Effect.catchAllCause(effect as Effect.Effect<void>, (cause) =>
+    Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError(`${hook} failed`, cause)
+  )
+
+const fromEither = <A, E>(either: Either.Either<A, E>, f: (a: A) => void): Effect.Effect<void, E> =>
+  Either.isLeft(either) ? Effect.fail(either.left) : Effect.sync(() => f(either.right))
+
+const makeTimers = (cell: ActorCell): TimerScheduler<any> => {
+  const periodic =
+    (mode: Mode) =>
+    (
+      key: string,
+      message: unknown,
+      interval: Duration.DurationInput,
+      initialDelay?: Duration.DurationInput
+    ): Effect.Effect<void, InvalidTimerInterval | InvalidTimerDelay> =>
+      Effect.suspend((): Effect.Effect<void, InvalidTimerInterval | InvalidTimerDelay> => {
+        const every = intervalMillis(interval)
+        if (Either.isLeft(every)) return Effect.fail(every.left)
+        const first = initialDelay === undefined ? Either.right(every.right) : delayMillis(initialDelay)
+        return fromEither(first, (delay) => {
+          cell.startTimer(key, message, mode, delay, every.right)
+        })
+      })
+  return {
+    startSingleTimer: (key, message, delay) =>
+      Effect.suspend(() =>
+        fromEither(delayMillis(delay), (millis) => {
+          cell.startTimer(key, message, Mode.Single, millis, 0)
+        })
+      ),
+    startTimerWithFixedDelay: periodic(Mode.FixedDelay),
+    startTimerAtFixedRate: periodic(Mode.FixedRate),
+    startTimerWithSchedule: (key, message, schedule) =>
+      Effect.suspend(() => {
+        const timer = cell.startTimer(key, message, Mode.Schedule, 0, 0, schedule)
+        if (timer === undefined) return Effect.void
+        timer.scheduleState = schedule.initial
+        return timer.step(cell.host.driver.now(), cell.host.driver)
+      }),
+    cancel: (key) =>
+      Effect.sync(() => {
+        const timer = cell.timers.get(key)
+        if (timer === undefined) return false
+        cell.removeTimer(timer)
+        return true
+      }),
+    cancelAll: Effect.sync(() => {
+      for (const timer of Array.from(cell.timers.values())) cell.removeTimer(timer)
+    }),
+    isTimerActive: (key) => Effect.sync(() => cell.timers.has(key)),
+    activeKeys: Effect.sync(() => Array.from(cell.timers.keys()))
+  }
+}
+
+const makeContext = (cell: ActorCell): ActorContext<any> => {
+  const timers = makeTimers(cell)
+  return {
+    get self() {
+      return cell.ref
+    },
+    get path() {
+      return cell.path
+    },
+    get system() {
+      return cell.host.service
+    },
+    get parent() {
+      return cell.parent?.ref
+    },
+    get sender() {
+      return cell.sender
+    },
+    timers,
+    get children() {
+      return Array.from(cell.children.values(), (child) => child.ref)
+    },
+    spawn: (actor, name) => cell.host.spawnCell(actor, name, cell),
+    stop: (ref) =>
+      Effect.suspend(() => {
+        if (!(ref instanceof CellRef)) return Effect.void
+        const target = ref.cell as ActorCell
+        target.requestStop()
+        // Waiting for oneself would deadlock: self stops after the current message.
+        return target === cell ? Effect.void : Deferred.await(target.done)
+      }),
+    setReceiveTimeout: (timeout, message) =>
+      Effect.suspend(() =>
+        fromEither(delayMillis(timeout), (millis) => {
+          cell.setReceiveTimeout(Math.max(millis, 1), message)
+        })
+      ),
+    cancelReceiveTimeout: Effect.sync(() => cell.clearReceiveTimeout())
+  }
+}
+
+export { Mode as TimerMode }

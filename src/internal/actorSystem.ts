@@ -1,0 +1,308 @@
+/**
+ * The ActorSystem implementation: it owns the timer driver, the actor cells, the scheduler's entries and the event
+ * stream, and it is the `CellHost` and `SchedulerHost` they call back into.
+ */
+import type * as Cause from "effect/Cause"
+import type * as Clock from "effect/Clock"
+import type * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import * as HashMap from "effect/HashMap"
+import * as Metric from "effect/Metric"
+import * as MetricKey from "effect/MetricKey"
+import type * as MetricLabel from "effect/MetricLabel"
+import * as Scope from "effect/Scope"
+import type { Actor } from "../Actor.js"
+import type { ActorRef } from "../ActorRef.js"
+import {
+  ActorNameTaken,
+  type ActorSystemService,
+  ActorSystemTerminated,
+  InvalidActorName,
+  type Options,
+  type SpawnError,
+  type Stats
+} from "../ActorSystem.js"
+import { DeadLetter, SchedulerError } from "../EventStream.js"
+import type { Cancellable, Scheduler } from "../Scheduler.js"
+import * as Supervision from "../Supervision.js"
+import { ActorCell, type CellHost } from "./actorCell.js"
+import { delayMillis, intervalMillis } from "./duration.js"
+import { EventStreamImpl } from "./eventStream.js"
+import { isolated, withoutParentSpan } from "./logContext.js"
+import { type Delivery, FunctionRef } from "./refs.js"
+import { alreadyCancelled, ScheduledFunction, ScheduledMessage, type SchedulerHost } from "./scheduler.js"
+import { TimerDriver } from "./timerDriver.js"
+
+const NO_TAGS: ReadonlyArray<MetricLabel.MetricLabel> = []
+
+const millisOf = (input: Duration.DurationInput | undefined, fallback: number): number =>
+  input === undefined ? fallback : Duration.toMillis(Duration.decode(input))
+
+export class SystemImpl implements CellHost, SchedulerHost {
+  readonly driver: TimerDriver
+  readonly service: ActorSystemService
+  readonly throughput: number
+  readonly askTimeoutMillis: number
+  readonly defaultMailboxCapacity: number
+  readonly guardianStrategy: Supervision.SupervisorStrategy
+  readonly eventStream = new EventStreamImpl()
+  private readonly shutdownTimeoutMillis: number
+  private readonly cells = new Set<ActorCell>()
+  private readonly topLevel = new Map<string, ActorCell>()
+  private readonly scheduled = new Set<ScheduledMessage | ScheduledFunction>()
+  private readonly fibers = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
+  private readonly shutdownDone = Deferred.unsafeMake<void>(FiberId.none)
+  private driverFiber: Fiber.RuntimeFiber<never> | undefined = undefined
+  private anonymous = 0
+  private deadLetterCount = 0
+  private terminating = false
+
+  constructor(
+    readonly name: string,
+    options: Options,
+    clock: Clock.Clock,
+    private readonly scope: Scope.Scope
+  ) {
+    const gauge = Metric.fromMetricKey(MetricKey.gauge("tickwork_timers_active").pipe(MetricKey.tagged("system", name)))
+    this.driver = new TimerDriver(clock, (size) => gauge.unsafeUpdate(size, NO_TAGS))
+    this.throughput = options.throughput ?? 64
+    this.askTimeoutMillis = millisOf(options.askTimeout, 5_000)
+    this.shutdownTimeoutMillis = millisOf(options.shutdownTimeout, 10_000)
+    this.defaultMailboxCapacity = options.mailboxCapacity ?? Number.POSITIVE_INFINITY
+    this.guardianStrategy =
+      options.guardian === "stop"
+        ? Supervision.stop
+        : options.guardian === "resume"
+          ? Supervision.resume
+          : Supervision.restart()
+    const deadLetters = new FunctionRef<unknown>(`/deadLetters`, (message, sender) => {
+      this.deadLetter(message, sender, "/deadLetters", "stopped")
+      return "delivered"
+    })
+    this.service = {
+      name,
+      spawn: (actor, actorName) => this.spawnCell(actor, actorName, undefined),
+      stop: (ref) => this.stopRef(ref),
+      scheduler: this.makeScheduler(),
+      eventStream: this.eventStream,
+      deadLetters,
+      shutdown: Effect.suspend(() => this.shutdown()),
+      stats: Effect.sync(() => this.stats())
+    }
+  }
+
+  start(): Effect.Effect<void> {
+    return Effect.map(Effect.forkIn(isolated(this.driver.run), this.scope), (fiber) => {
+      this.driverFiber = fiber
+    })
+  }
+
+  // ---------------------------------------------------------------- actors
+
+  spawnCell<M, S, E, R>(
+    actor: Actor<M, S, E, R>,
+    name: string | undefined,
+    parent: ActorCell | undefined
+  ): Effect.Effect<ActorRef<M>, SpawnError, R> {
+    return Effect.suspend((): Effect.Effect<ActorRef<M>, SpawnError, R> => {
+      if (this.terminating || parent?.isTerminated === true) {
+        return Effect.fail(new ActorSystemTerminated({ system: this.name }))
+      }
+      if (name !== undefined) {
+        const reason =
+          name.length === 0
+            ? "must not be empty"
+            : name.includes("/")
+              ? "must not contain '/'"
+              : name.startsWith("$")
+                ? "names starting with '$' are reserved for generated names"
+                : undefined
+        if (reason !== undefined) return Effect.fail(new InvalidActorName({ name, reason }))
+      }
+      const siblings = parent === undefined ? this.topLevel : parent.children
+      const actualName = name ?? (parent === undefined ? `$${(this.anonymous++).toString(36)}` : parent.nextChildName())
+      const path = `${parent === undefined ? "/user" : parent.path}/${actualName}`
+      if (siblings.has(actualName)) return Effect.fail(new ActorNameTaken({ path }))
+      const cell = new ActorCell(this, actor, actualName, path, parent)
+      siblings.set(actualName, cell)
+      this.cells.add(cell)
+      return Effect.contextWithEffect((context: Context.Context<R>) =>
+        Effect.forkIn(
+          isolated(cell.run, HashMap.make(["actor", path as unknown])).pipe(
+            Effect.ensuring(Effect.sync(() => cell.abandon())),
+            Effect.provide(context)
+          ),
+          this.scope
+        )
+      ).pipe(
+        Effect.map((fiber) => {
+          cell.fiber = fiber
+          this.track(fiber)
+          return cell.ref as ActorRef<M>
+        })
+      )
+    })
+  }
+
+  private track(fiber: Fiber.RuntimeFiber<unknown, unknown>): void {
+    this.fibers.add(fiber)
+    fiber.addObserver(() => this.fibers.delete(fiber))
+  }
+
+  private stopRef(ref: ActorRef<never>): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      const cell = (ref as { cell?: unknown }).cell
+      if (!(cell instanceof ActorCell)) return Effect.void
+      cell.requestStop()
+      return Deferred.await(cell.done)
+    })
+  }
+
+  terminated(cell: ActorCell): void {
+    this.cells.delete(cell)
+    if (cell.parent === undefined && this.topLevel.get(cell.name) === cell) this.topLevel.delete(cell.name)
+    this.eventStream.unsafeUnsubscribe(cell.ref)
+  }
+
+  deadLetter(message: unknown, sender: ActorRef<any> | undefined, recipient: string, reason: Delivery): void {
+    this.deadLetterCount++
+    // A dead letter about a dead letter would loop; it is counted only.
+    if (message instanceof DeadLetter || reason === "delivered") return
+    this.eventStream.unsafePublish(new DeadLetter({ message, sender, recipient, reason }))
+  }
+
+  // ---------------------------------------------------------------- scheduler
+
+  private makeScheduler(): Scheduler {
+    const message = (
+      delay: Duration.DurationInput,
+      interval: number,
+      target: ActorRef<any>,
+      msg: unknown,
+      sender: ActorRef<any> | undefined
+    ) =>
+      Either.map(delayMillis(delay), (millis) =>
+        this.terminating
+          ? alreadyCancelled
+          : this.arm(new ScheduledMessage(this, target, msg, sender, interval), millis)
+      )
+    const task = <E, R>(delay: Duration.DurationInput, interval: number, effect: Effect.Effect<unknown, E, R>) =>
+      Effect.flatMap(Effect.context<R>(), (context) =>
+        Either.map(delayMillis(delay), (millis) =>
+          this.terminating
+            ? alreadyCancelled
+            : this.arm(
+                new ScheduledFunction(
+                  this,
+                  isolated(effect).pipe(Effect.provide(withoutParentSpan(context))) as Effect.Effect<unknown, unknown>,
+                  interval
+                ),
+                millis
+              )
+        )
+      )
+    return {
+      scheduleOnce: (delay, target, msg, sender) => Effect.suspend(() => message(delay, 0, target, msg, sender)),
+      scheduleOnceFunction: (delay, effect) => task(delay, 0, effect),
+      scheduleAtFixedRate: (initialDelay, interval, target, msg, sender) =>
+        Effect.suspend(() =>
+          Either.flatMap(intervalMillis(interval), (every) => message(initialDelay, every, target, msg, sender))
+        ),
+      scheduleAtFixedRateFunction: (initialDelay, interval, effect) =>
+        Effect.flatMap(
+          Effect.suspend(() => intervalMillis(interval)),
+          (every) => task(initialDelay, every, effect)
+        )
+    }
+  }
+
+  private arm(entry: ScheduledMessage | ScheduledFunction, delay: number): Cancellable {
+    this.scheduled.add(entry)
+    this.driver.schedule(entry, this.driver.now() + delay)
+    return entry
+  }
+
+  release(entry: ScheduledMessage | ScheduledFunction): void {
+    this.scheduled.delete(entry)
+  }
+
+  forkTask(task: Effect.Effect<void>): Effect.Effect<Fiber.RuntimeFiber<void>> {
+    return Effect.tap(Effect.forkIn(task, this.scope), (fiber) => this.track(fiber))
+  }
+
+  taskFailed(cause: Cause.Cause<unknown>): Effect.Effect<void> {
+    return Effect.zipRight(
+      Effect.logError("a scheduled task failed; its schedule goes on", cause),
+      Effect.sync(() => this.eventStream.unsafePublish(new SchedulerError({ cause })))
+    )
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  private stats(): Stats {
+    let timers = this.scheduled.size
+    for (const cell of this.cells) timers += cell.timers.size + (cell.receiveTimeout === undefined ? 0 : 1)
+    return {
+      actors: this.cells.size,
+      fibers: this.fibers.size + (this.driverFiber !== undefined && this.driverFiber.unsafePoll() === null ? 1 : 0),
+      timers,
+      engineEntries: this.driver.size,
+      deadLetters: this.deadLetterCount
+    }
+  }
+
+  shutdown(): Effect.Effect<void> {
+    if (this.terminating) return Deferred.await(this.shutdownDone)
+    this.terminating = true
+    const top = Array.from(this.topLevel.values())
+    for (const cell of top) cell.requestStop()
+    const graceful = Effect.forEach(top, (cell) => Deferred.await(cell.done), { discard: true })
+    return graceful.pipe(
+      Effect.timeoutOption(Duration.millis(this.shutdownTimeoutMillis)),
+      Effect.flatMap((done) =>
+        done._tag === "Some"
+          ? Effect.void
+          : Effect.logWarning(
+              `shutdown: ${this.cells.size} actor(s) did not stop within ${this.shutdownTimeoutMillis} ms; interrupting`
+            )
+      ),
+      Effect.zipRight(
+        Effect.suspend(() => {
+          for (const entry of this.scheduled) entry.markCancelled()
+          this.scheduled.clear()
+          for (const cell of this.cells) cell.cancelTimers()
+          this.driver.close()
+          const fibers: Array<Fiber.RuntimeFiber<unknown, unknown>> = Array.from(this.fibers)
+          if (this.driverFiber !== undefined) fibers.push(this.driverFiber)
+          return Fiber.interruptAll(fibers)
+        })
+      ),
+      Effect.ensuring(
+        Effect.sync(() => {
+          this.cells.clear()
+          this.topLevel.clear()
+          Deferred.unsafeDone(this.shutdownDone, Effect.void)
+        })
+      )
+    )
+  }
+}
+
+export const make = (options: Options): Effect.Effect<ActorSystemService, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    // Fibers live in a child scope that closes after the graceful shutdown below has run (finalizers run in
+    // reverse order), so shutdown stops actors properly before anything is interrupted.
+    const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
+    yield* Effect.addFinalizer((exit) => Scope.close(scope, exit))
+    const clock = yield* Effect.clock
+    const system = new SystemImpl(options.name, options, clock, scope)
+    yield* system.start()
+    yield* Effect.addFinalizer(() => system.service.shutdown)
+    return system.service
+  })

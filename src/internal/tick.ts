@@ -1,0 +1,25 @@
+/**
+ * Ticks: timer entries that, when they fire, put themselves into an owner's mailbox.
+ *
+ * The entry is its own envelope: offering a tick allocates nothing, and the mailbox loop checks the entry on arrival
+ * (`accept`) so a tick from a cancelled, replaced or dead-incarnation timer is dropped there (Akka's rule).
+ */
+import type { ActorRef } from "../ActorRef.js"
+import type { TimerKind } from "../Metrics.js"
+import { TimerEntry } from "./timerDriver.js"
+
+export abstract class MailboxTick extends TimerEntry {
+  /** Copies of this tick waiting in the mailbox (a fixed-rate backlog queues the same entry several times). */
+  queued = 0
+  /** No further firing is planned: the entry is done once its queued copies are handled or dropped. */
+  finished = false
+  abstract readonly message: unknown
+  abstract readonly kind: TimerKind
+  get sender(): ActorRef<any> | undefined {
+    return undefined
+  }
+  /** Called when a copy is taken from the mailbox; false drops it as stale. */
+  abstract accept(): boolean
+  /** Called when a copy could not be queued (full mailbox, stopped owner). */
+  abstract undeliverable(): void
+}

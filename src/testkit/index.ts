@@ -1,0 +1,10 @@
+/**
+ * The tickwork testkit: `TestProbe` and `TestClock` helpers.
+ *
+ * @since 0.1.0
+ */
+
+/** @since 0.1.0 */
+export * as TestProbe from "./TestProbe.js"
+/** @since 0.1.0 */
+export * as TestTimers from "./TestTimers.js"
