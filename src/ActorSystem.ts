@@ -1,7 +1,9 @@
 /**
- * The actor runtime as an Effect service: spawning, the system scheduler, the event stream, dead letters and a
- * graceful shutdown. Build it with `layer(options)`; when the layer's scope closes every actor is stopped (children
- * first, `postStop` hooks run), every timer is cancelled and no fiber is left.
+ * The actor runtime as an Effect service: spawning, the system scheduler, the event stream, dead letters and
+ * shutdown. Build it with `layer(options)`; when the layer's scope closes every actor is stopped (children first,
+ * `postStop` hooks run), every timer is cancelled and no fiber is left. Shutdown does not wait for a handler in
+ * flight: it is interrupted, as any Effect fiber is when its scope closes (`stop` of a single actor, by contrast,
+ * lets the current message finish).
  *
  * @since 0.1.0
  */
@@ -29,7 +31,6 @@ import type { Scheduler } from "./Scheduler.js"
  * | `askTimeout` | 5 seconds | `ActorRef.ask`'s default timeout |
  * | `throughput` | 64 | messages an actor handles before yielding to other fibers |
  * | `guardian` | `"restart"` | how top-level actors are supervised: `restart`, `stop` or `resume` |
- * | `shutdownTimeout` | 10 seconds | how long shutdown waits for actors to stop before interrupting them |
  *
  * @since 0.1.0
  * @category models
@@ -47,8 +48,7 @@ export const Options = Schema.Struct({
   throughput: Schema.optional(
     Schema.Number.pipe(Schema.int(), Schema.positive({ message: () => "throughput must be a positive integer" }))
   ),
-  guardian: Schema.optional(Schema.Literal("restart", "stop", "resume")),
-  shutdownTimeout: Schema.optional(positiveDuration("shutdownTimeout"))
+  guardian: Schema.optional(Schema.Literal("restart", "stop", "resume"))
 })
 
 function positiveDuration(option: string) {
@@ -199,7 +199,10 @@ export interface ActorSystemService {
   readonly eventStream: EventStream
   /** Where undeliverable messages go; telling it publishes a `DeadLetter`. */
   readonly deadLetters: ActorRef<unknown>
-  /** Stops every actor, cancels every timer and ends the driver. Idempotent; the layer runs it on release. */
+  /**
+   * Stops every actor (interrupting handlers in flight; `postStop` still runs), cancels every timer and ends the
+   * driver. Idempotent; the layer runs it on release. Spawns after it fail, schedules come back already cancelled.
+   */
   readonly shutdown: Effect.Effect<void>
   readonly stats: Effect.Effect<Stats>
 }

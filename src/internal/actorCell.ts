@@ -10,7 +10,7 @@ import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import type * as Fiber from "effect/Fiber"
+import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
 import * as HashMap from "effect/HashMap"
@@ -209,6 +209,7 @@ export class ActorCell {
   private currentSender: ActorRef<any> | undefined = undefined
   private restarts: Array<number> = []
   private anonymous = 0
+  private postStopPending = false
 
   constructor(
     readonly host: CellHost,
@@ -354,7 +355,7 @@ export class ActorCell {
         return Effect.void
       },
       onFailure: (cause) =>
-        Effect.zipRight(Effect.logError("preStart failed; the actor is stopped", cause), this.terminate(false))
+        Effect.zipRight(Effect.logError("preStart failed; the actor is stopped", cause), this.terminate(false, false))
     })
   }
 
@@ -401,7 +402,7 @@ export class ActorCell {
       const started = yield* Effect.exit(this.actor.preStart(this.context) as Effect.Effect<unknown, unknown>)
       if (started._tag === "Failure") {
         yield* Effect.logError("preStart failed on restart; the actor is stopped", started.cause)
-        return yield* this.terminate(false)
+        return yield* this.terminate(false, false)
       }
       this.state = started.value
       this.status = Status.Running
@@ -411,33 +412,33 @@ export class ActorCell {
 
   /** Stops this actor now: timers, then children, then `postStop`, then dead letters for what is left. */
   stop(): Effect.Effect<void> {
-    return this.status >= Status.Stopping ? Effect.void : this.terminate(true)
+    return this.status >= Status.Stopping ? Effect.void : this.terminate(true, false)
   }
 
-  private terminate(runPostStop: boolean): Effect.Effect<void> {
+  /**
+   * The stop sequence. `forced` interrupts the children instead of asking them to stop after their current message;
+   * it runs when this actor's own fiber is interrupted (system shutdown), and it completes a graceful stop that the
+   * interruption cut short: `postStop` runs once either way.
+   */
+  terminate(runPostStop: boolean, forced: boolean): Effect.Effect<void> {
     return Effect.gen(this, function* () {
-      const wasRunning = this.status === Status.Running
-      this.status = Status.Stopping
+      if (this.status === Status.Terminated) return
+      if (this.status !== Status.Stopping) {
+        this.postStopPending = runPostStop && this.status === Status.Running
+        this.status = Status.Stopping
+      }
       this.cancelTimers()
-      yield* this.stopChildren()
-      if (runPostStop && wasRunning) yield* guard(this.actor.postStop(this.context, this.state), "postStop")
+      yield* forced ? this.interruptChildren() : this.stopChildren()
+      if (this.postStopPending) {
+        this.postStopPending = false
+        yield* guard(this.actor.postStop(this.context, this.state), "postStop")
+      }
       this.status = Status.Terminated
       this.drainToDeadLetters()
       this.parent?.children.delete(this.name)
       this.host.terminated(this)
       Deferred.unsafeDone(this.done, Effect.void)
     })
-  }
-
-  /** The fiber ended without a regular stop (it was interrupted): release everything without running hooks. */
-  abandon(): void {
-    if (this.status === Status.Terminated) return
-    this.status = Status.Terminated
-    this.cancelTimers()
-    this.drainToDeadLetters()
-    this.parent?.children.delete(this.name)
-    this.host.terminated(this)
-    Deferred.unsafeDone(this.done, Effect.void)
   }
 
   /** Asks a child (or self) to stop after its current message. */
@@ -450,6 +451,13 @@ export class ActorCell {
     const children = Array.from(this.children.values())
     for (const child of children) child.requestStop()
     return Effect.forEach(children, (child) => Deferred.await(child.done), { discard: true })
+  }
+
+  /** Interrupts the children's fibers; each runs its own forced stop sequence before its fiber ends. */
+  private interruptChildren(): Effect.Effect<void> {
+    const fibers: Array<Fiber.RuntimeFiber<void, never>> = []
+    for (const child of this.children.values()) if (child.fiber !== undefined) fibers.push(child.fiber)
+    return Fiber.interruptAll(fibers)
   }
 
   private drainToDeadLetters(): void {

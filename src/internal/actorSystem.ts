@@ -52,7 +52,6 @@ export class SystemImpl implements CellHost, SchedulerHost {
   readonly defaultMailboxCapacity: number
   readonly guardianStrategy: Supervision.SupervisorStrategy
   readonly eventStream = new EventStreamImpl()
-  private readonly shutdownTimeoutMillis: number
   private readonly cells = new Set<ActorCell>()
   private readonly topLevel = new Map<string, ActorCell>()
   private readonly scheduled = new Set<ScheduledMessage | ScheduledFunction>()
@@ -73,7 +72,6 @@ export class SystemImpl implements CellHost, SchedulerHost {
     this.driver = new TimerDriver(clock, (size) => gauge.unsafeUpdate(size, NO_TAGS))
     this.throughput = options.throughput ?? 64
     this.askTimeoutMillis = millisOf(options.askTimeout, 5_000)
-    this.shutdownTimeoutMillis = millisOf(options.shutdownTimeout, 10_000)
     this.defaultMailboxCapacity = options.mailboxCapacity ?? Number.POSITIVE_INFINITY
     this.guardianStrategy =
       options.guardian === "stop"
@@ -135,7 +133,8 @@ export class SystemImpl implements CellHost, SchedulerHost {
       return Effect.contextWithEffect((context: Context.Context<R>) =>
         Effect.forkIn(
           isolated(cell.run, HashMap.make(["actor", path as unknown])).pipe(
-            Effect.ensuring(Effect.sync(() => cell.abandon())),
+            // Interrupted (system shutdown) or ended abnormally: finish the stop sequence; a no-op after a stop.
+            Effect.ensuring(Effect.suspend(() => cell.terminate(true, true))),
             Effect.provide(context)
           ),
           this.scope
@@ -257,21 +256,17 @@ export class SystemImpl implements CellHost, SchedulerHost {
     }
   }
 
+  /**
+   * Stops everything now. Each top-level actor's fiber is interrupted, which interrupts a handler in flight and runs
+   * the actor's stop sequence (children first, then `postStop`, then dead letters). Then scheduled entries are
+   * cancelled, the engine is emptied and the remaining fibers (scheduler tasks, the driver) are interrupted.
+   */
   shutdown(): Effect.Effect<void> {
     if (this.terminating) return Deferred.await(this.shutdownDone)
     this.terminating = true
-    const top = Array.from(this.topLevel.values())
-    for (const cell of top) cell.requestStop()
-    const graceful = Effect.forEach(top, (cell) => Deferred.await(cell.done), { discard: true })
-    return graceful.pipe(
-      Effect.timeoutOption(Duration.millis(this.shutdownTimeoutMillis)),
-      Effect.flatMap((done) =>
-        done._tag === "Some"
-          ? Effect.void
-          : Effect.logWarning(
-              `shutdown: ${this.cells.size} actor(s) did not stop within ${this.shutdownTimeoutMillis} ms; interrupting`
-            )
-      ),
+    const top: Array<Fiber.RuntimeFiber<void, never>> = []
+    for (const cell of this.topLevel.values()) if (cell.fiber !== undefined) top.push(cell.fiber)
+    return Fiber.interruptAll(top).pipe(
       Effect.zipRight(
         Effect.suspend(() => {
           for (const entry of this.scheduled) entry.markCancelled()
