@@ -16,7 +16,14 @@ import * as MetricKey from "effect/MetricKey"
  * @since 0.1.0
  * @category models
  */
-export type TimerKind = "actor_timer" | "receive_timeout" | "scheduler_message" | "scheduler_function"
+export type TimerKind =
+  | "actor_timer"
+  | "receive_timeout"
+  | "scheduler_message"
+  | "scheduler_function"
+  | "grain_timer"
+  | "spot_timer"
+  | "entity_timer"
 
 /**
  * Why a tick was dropped (`reason`): the owner's bounded mailbox was full, the timer was cancelled or replaced (or
@@ -103,30 +110,24 @@ const counter = (name: string, description: string, tag: string, value: string):
     MetricKey.counter(name, { description, incremental: true }).pipe(MetricKey.tagged(tag, value))
   ) as Metric.Metric.Counter<number>
 
-const deliveredByKind: Record<TimerKind, Metric.Metric.Counter<number>> = {
-  actor_timer: counter("tickwork_ticks_delivered_total", "ticks handed to handlers", "timer_kind", "actor_timer"),
-  receive_timeout: counter(
-    "tickwork_ticks_delivered_total",
-    "ticks handed to handlers",
-    "timer_kind",
-    "receive_timeout"
-  ),
-  scheduler_message: counter(
-    "tickwork_ticks_delivered_total",
-    "ticks handed to handlers",
-    "timer_kind",
-    "scheduler_message"
-  ),
-  scheduler_function: counter(
-    "tickwork_ticks_delivered_total",
-    "ticks handed to handlers",
-    "timer_kind",
-    "scheduler_function"
-  )
-}
+const timerKinds: ReadonlyArray<TimerKind> = [
+  "actor_timer",
+  "receive_timeout",
+  "scheduler_message",
+  "scheduler_function",
+  "grain_timer",
+  "spot_timer",
+  "entity_timer"
+]
+const dropReasons: ReadonlyArray<DropReason> = ["mailbox_full", "stale", "owner_stopped"]
 
-const droppedByReason: Record<DropReason, Metric.Metric.Counter<number>> = {
-  mailbox_full: counter("tickwork_ticks_dropped_total", "ticks dropped", "reason", "mailbox_full"),
-  stale: counter("tickwork_ticks_dropped_total", "ticks dropped", "reason", "stale"),
-  owner_stopped: counter("tickwork_ticks_dropped_total", "ticks dropped", "reason", "owner_stopped")
-}
+const deliveredByKind = Object.fromEntries(
+  timerKinds.map((kind) => [
+    kind,
+    counter("tickwork_ticks_delivered_total", "ticks handed to handlers", "timer_kind", kind)
+  ])
+) as Record<TimerKind, Metric.Metric.Counter<number>>
+
+const droppedByReason = Object.fromEntries(
+  dropReasons.map((reason) => [reason, counter("tickwork_ticks_dropped_total", "ticks dropped", "reason", reason)])
+) as Record<DropReason, Metric.Metric.Counter<number>>

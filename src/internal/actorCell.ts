@@ -304,7 +304,8 @@ export class ActorCell {
         return undefined
       }
       recordDelivered(entry.kind)
-      return this.invoke(entry.message, entry.sender, undefined, true)
+      const handler = entry.handler()
+      return handler === undefined ? this.invoke(entry.message, entry.sender, undefined, true) : this.runTick(handler)
     }
     if (entry instanceof Envelope) return this.invoke(entry.message, entry.sender, entry.logContext, false)
     if (entry === STOP) return this.stop()
@@ -343,6 +344,12 @@ export class ActorCell {
         return this.onFailure(cause)
       }
     })
+  }
+
+  /** Runs a tick's own handler on this actor's fiber, under its supervision; the state is left as it is. */
+  private runTick(handler: Effect.Effect<unknown, unknown>): Effect.Effect<void> | undefined {
+    if (this.status !== Status.Running) return undefined
+    return Effect.catchAllCause(Effect.asVoid(handler), (cause) => this.onFailure(cause))
   }
 
   // ---------------------------------------------------------------- lifecycle

@@ -4,6 +4,7 @@
  * The entry is its own envelope: offering a tick allocates nothing, and the mailbox loop checks the entry on arrival
  * (`accept`) so a tick from a cancelled, replaced or dead-incarnation timer is dropped there (Akka's rule).
  */
+import type * as Effect from "effect/Effect"
 import type { ActorRef } from "../ActorRef.js"
 import type { TimerKind } from "../Metrics.js"
 import { TimerEntry } from "./timerDriver.js"
@@ -16,6 +17,14 @@ export abstract class MailboxTick extends TimerEntry {
   abstract readonly message: unknown
   abstract readonly kind: TimerKind
   get sender(): ActorRef<any> | undefined {
+    return undefined
+  }
+  /**
+   * What handling this tick runs on the owner's fiber. Undefined (the default) hands `message` to the actor's
+   * `receive`; timer kinds that run code of their own (entity one-shots, Spot timer handlers) return it here. A
+   * failure goes through the owner's supervision like a failing `receive`.
+   */
+  handler(): Effect.Effect<unknown, unknown> | undefined {
     return undefined
   }
   /** Called when a copy is taken from the mailbox; false drops it as stale. */
