@@ -84,9 +84,54 @@ export class InvalidCronExpression extends Data.TaggedError("InvalidCronExpressi
 }
 
 /**
+ * A grain scheduled or cancelled a timer while it was deactivating (in `onDeactivate`) or not activated.
+ *
+ * @example
+ * ```ts
+ * import { TimerError } from "tickwork"
+ *
+ * console.log(new TimerError.GrainTimersStopped({ grain: "device/dev-1" }).message)
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class GrainTimersStopped extends Data.TaggedError("GrainTimersStopped")<{ readonly grain: string }> {
+  override get message(): string {
+    return `the timers of grain ${this.grain} are stopped: it is deactivating or not activated`
+  }
+}
+
+/**
+ * No active timer has this reference: it was never registered, was cancelled, or is a one-shot that already fired.
+ *
+ * @example
+ * ```ts
+ * import { TimerError } from "tickwork"
+ *
+ * console.log(new TimerError.ScheduledReferenceNotFound({ reference: "payment-timeout" }).message)
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ScheduledReferenceNotFound extends Data.TaggedError("ScheduledReferenceNotFound")<{
+  readonly reference: string
+}> {
+  override get message(): string {
+    return `no active timer with reference "${this.reference}"`
+  }
+}
+
+/**
  * Any error a timer operation can fail with.
  *
  * @since 0.1.0
  * @category errors
  */
-export type TimerError = InvalidTimerDelay | InvalidTimerInterval | InvalidCronExpression
+export type TimerError =
+  | InvalidTimerDelay
+  | InvalidTimerInterval
+  | InvalidCronExpression
+  | GrainTimersStopped
+  | ScheduledReferenceNotFound

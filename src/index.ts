@@ -13,9 +13,17 @@ export * as ActorSystem from "./ActorSystem.js"
 /** @since 0.1.0 */
 export * as EventStream from "./EventStream.js"
 /** @since 0.1.0 */
+export * as Grain from "./Grain.js"
+/** @since 0.1.0 */
+export * as Grains from "./Grains.js"
+/** @since 0.1.0 */
+export * as GrainTimers from "./GrainTimers.js"
+/** @since 0.1.0 */
 export * as LogContext from "./LogContext.js"
 /** @since 0.1.0 */
 export * as Metrics from "./Metrics.js"
+/** @since 0.1.0 */
+export * as Passivation from "./Passivation.js"
 /** @since 0.1.0 */
 export * as QuartzCron from "./QuartzCron.js"
 /** @since 0.1.0 */

@@ -24,6 +24,7 @@ import type { LogContext } from "../LogContext.js"
 import type { SupervisorStrategy } from "../Supervision.js"
 import type { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
 import type { TimerScheduler } from "../Timers.js"
+import { type ActorHooks, hooksOf } from "./actorHooks.js"
 import { delayMillis, intervalMillis } from "./duration.js"
 import { EMPTY, Mailbox } from "./mailbox.js"
 import { recordDelivered, recordDropped, recordLateness } from "./metrics.js"
@@ -210,6 +211,7 @@ export class ActorCell {
   private restarts: Array<number> = []
   private anonymous = 0
   private postStopPending = false
+  private readonly hooks: ActorHooks | undefined
 
   constructor(
     readonly host: CellHost,
@@ -219,6 +221,7 @@ export class ActorCell {
     readonly parent: ActorCell | undefined
   ) {
     this.ref = new CellRef(this)
+    this.hooks = hooksOf(actor)
     this.mailbox = new Mailbox(actor.mailboxCapacity ?? host.defaultMailboxCapacity)
     this.context = makeContext(this)
   }
@@ -445,6 +448,7 @@ export class ActorCell {
       this.parent?.children.delete(this.name)
       this.host.terminated(this)
       Deferred.unsafeDone(this.done, Effect.void)
+      this.hooks?.terminated?.()
     })
   }
 
@@ -479,11 +483,17 @@ export class ActorCell {
           recordDropped("owner_stopped")
         }
       } else if (entry instanceof Envelope) {
-        this.host.deadLetter(entry.message, entry.sender, this.path, "stopped")
+        this.undelivered(entry.message, entry.sender)
       } else {
-        this.host.deadLetter(entry, undefined, this.path, "stopped")
+        this.undelivered(entry, undefined)
       }
     }
+  }
+
+  private undelivered(message: unknown, sender: ActorRef<any> | undefined): void {
+    const sink = this.hooks?.undelivered
+    if (sink !== undefined) sink(message, sender)
+    else this.host.deadLetter(message, sender, this.path, "stopped")
   }
 
   // ---------------------------------------------------------------- timers

@@ -1,47 +1,49 @@
 /**
- * Decoding of user-supplied delays and intervals. `Duration.decode` clamps negative input to zero and throws on
- * nonsense, so the raw input is checked first: a negative delay is a typed error, never a silent zero.
+ * Decoding of user-supplied delays and intervals. `Duration.decode` clamps negative input to zero and turns NaN into
+ * zero, so the signed value is worked out first: a negative or NaN delay is a typed error, never a silent zero.
  */
 import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
 import { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
 
-const isNegative = (input: Duration.DurationInput): boolean => {
-  if (typeof input === "number") return input < 0 || Number.isNaN(input)
-  if (typeof input === "bigint") return input < 0n
-  if (typeof input === "string") return input.trimStart().startsWith("-")
-  if (Array.isArray(input)) return input.some((n) => n < 0 || Number.isNaN(n))
-  return false
-}
-
-/** Millis of `input`, or why it is not a usable duration. */
-const decodeMillis = (input: Duration.DurationInput): Either.Either<number, string> => {
-  if (isNegative(input)) return Either.left("must not be negative")
-  const decoded = Duration.decodeUnknown(input)
-  if (decoded._tag === "None") return Either.left(`${JSON.stringify(String(input))} is not a duration`)
-  const millis = Duration.toMillis(decoded.value)
-  return Number.isFinite(millis) ? Either.right(millis) : Either.left("must be finite")
-}
-
-/** The millis the caller meant, sign included, for error messages. */
-const rawMillis = (input: Duration.DurationInput): number => {
+/** The millis the caller meant, sign included; NaN when the input is not a duration at all. */
+const signedMillis = (input: Duration.DurationInput): number => {
   if (typeof input === "number") return input
-  if (typeof input === "string" && input.trimStart().startsWith("-"))
-    return -rawMillis(input.trimStart().slice(1) as Duration.DurationInput)
+  if (typeof input === "bigint") return Number(input) / 1e6
+  if (Array.isArray(input)) return input.length === 2 ? input[0] * 1000 + input[1] / 1e6 : Number.NaN
+  if (typeof input === "string") {
+    const text = input.trim()
+    if (text.startsWith("-")) {
+      const magnitude = signedMillis(text.slice(1) as Duration.DurationInput)
+      return magnitude >= 0 ? -magnitude : Number.NaN
+    }
+  }
   const decoded = Duration.decodeUnknown(input)
   return decoded._tag === "Some" ? Duration.toMillis(decoded.value) : Number.NaN
 }
 
+/** Millis of `input`, or why it is not a usable duration. */
+const decodeMillis = (input: Duration.DurationInput): Either.Either<number, readonly [number, string]> => {
+  const millis = signedMillis(input)
+  if (Number.isNaN(millis)) {
+    const text = typeof input === "number" ? "NaN" : JSON.stringify(String(input))
+    return Either.left([millis, `${text} is not a duration (a finite number of millis or e.g. "5 seconds")`])
+  }
+  if (millis < 0) return Either.left([millis, "must not be negative"])
+  if (!Number.isFinite(millis)) return Either.left([millis, "must be finite"])
+  return Either.right(millis)
+}
+
 /** A delay: finite and >= 0. */
 export const delayMillis = (input: Duration.DurationInput): Either.Either<number, InvalidTimerDelay> =>
-  Either.mapLeft(decodeMillis(input), (reason) => new InvalidTimerDelay({ delayMillis: rawMillis(input), reason }))
+  Either.mapLeft(decodeMillis(input), ([delayMillis, reason]) => new InvalidTimerDelay({ delayMillis, reason }))
 
 /** An interval: finite and > 0. */
 export const intervalMillis = (input: Duration.DurationInput): Either.Either<number, InvalidTimerInterval> =>
   Either.flatMap(
     Either.mapLeft(
       decodeMillis(input),
-      (reason) => new InvalidTimerInterval({ intervalMillis: rawMillis(input), reason })
+      ([intervalMillis, reason]) => new InvalidTimerInterval({ intervalMillis, reason })
     ),
     (millis) =>
       millis > 0

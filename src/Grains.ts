@@ -1,0 +1,194 @@
+/**
+ * The grain runtime as a service: register grain kinds, then tell or ask grains by identity.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { AskTimeout } from "./ActorRef.js"
+import { ActorSystem } from "./ActorSystem.js"
+import type { Grain, UnknownGrainKind } from "./Grain.js"
+import type { TimerInfo } from "./GrainTimers.js"
+import { type GrainAskError, GrainRegistry } from "./internal/grain.js"
+import * as Passivation from "./Passivation.js"
+
+/**
+ * Why an `ask` to a grain failed.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type AskError = GrainAskError | AskTimeout
+
+/**
+ * The service.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface GrainsService {
+  /** Sends `message` to the grain (kind, key), activating it if needed. */
+  readonly tell: <Msg>(
+    kind: Grain<Msg, any, any, any>,
+    key: string,
+    message: Msg
+  ) => Effect.Effect<void, UnknownGrainKind>
+  /**
+   * Sends `message` and waits for the grain's signal: `reply(value)` succeeds with `value`, `noErr` (or no signal)
+   * with undefined. The timeout (default 5 seconds) does not interrupt the grain's handler.
+   */
+  readonly ask: <A = unknown, Msg = any>(
+    kind: Grain<Msg, any, any, any>,
+    key: string,
+    message: Msg,
+    timeout?: Duration.DurationInput
+  ) => Effect.Effect<A | undefined, AskError>
+  /** The active timers of an activation (empty when the grain is not active). */
+  readonly timers: (
+    kind: Grain<any, any, any, any>,
+    key: string
+  ) => Effect.Effect<ReadonlyArray<TimerInfo>, UnknownGrainKind>
+  /** True while an activation of (kind, key) is active. */
+  readonly isActive: (kind: Grain<any, any, any, any>, key: string) => Effect.Effect<boolean>
+  /** The number of activations, including those activating or deactivating. */
+  readonly activations: Effect.Effect<number>
+}
+
+/**
+ * The Grains service tag.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Grains } from "tickwork"
+ *
+ * const count = Effect.flatMap(Grains.Grains, (grains) => grains.activations)
+ * ```
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class Grains extends Context.Tag("tickwork/Grains")<Grains, GrainsService>() {}
+
+/**
+ * Options of the grain runtime.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** The passivation of kinds that do not set their own (default: idle for 15 minutes). */
+  readonly passivation?: Passivation.Passivation
+}
+
+type KindRequirements<Kinds extends ReadonlyArray<Grain<any, any, any, any>>> =
+  Kinds[number] extends Grain<any, any, any, infer R> ? R : never
+
+/**
+ * Registers grain kinds on the current `ActorSystem`. Kind names must be unique (a duplicate throws).
+ *
+ * @example
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import { ActorSystem, Grain, Grains, Passivation } from "tickwork"
+ *
+ * const Echo = Grain.make<string>()({ name: "echo", onReceive: (ctx) => ctx.reply(ctx.message) })
+ *
+ * const GrainsLive = Grains.layer([Echo], { passivation: Passivation.idle("1 minute") }).pipe(
+ *   Layer.provideMerge(ActorSystem.layer({ name: "app" }))
+ * )
+ *
+ * const program = Grains.ask<string>(Echo, "a", "hello").pipe(Effect.provide(GrainsLive))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = <const Kinds extends ReadonlyArray<Grain<any, any, any, any>>>(
+  kinds: Kinds,
+  options: Options = {}
+): Layer.Layer<Grains, never, ActorSystem | KindRequirements<Kinds>> =>
+  Layer.effect(
+    Grains,
+    Effect.gen(function* () {
+      const byName = new Map<string, Grain<any, any, any, any>>()
+      for (const kind of kinds) {
+        if (byName.has(kind.name)) throw new RangeError(`grain kind "${kind.name}" is registered twice`)
+        byName.set(kind.name, kind)
+      }
+      const system = yield* ActorSystem
+      const runtime = yield* Effect.runtime<KindRequirements<Kinds>>()
+      const registry = new GrainRegistry(
+        system,
+        runtime as never,
+        byName,
+        options.passivation ?? Passivation.defaultStrategy
+      )
+      const service: GrainsService = {
+        tell: (kind, key, message) => registry.tell(kind, key, message),
+        ask: <A, Msg>(kind: Grain<Msg, any, any, any>, key: string, message: Msg, timeout?: Duration.DurationInput) => {
+          const timeoutMillis = timeout === undefined ? 5_000 : Duration.toMillis(Duration.decode(timeout))
+          return registry.ask(kind, key, message).pipe(
+            Effect.timeoutFail({
+              duration: Duration.millis(timeoutMillis),
+              onTimeout: () => new AskTimeout({ recipient: `grain ${kind.name}/${key}`, timeoutMillis })
+            })
+          ) as Effect.Effect<A | undefined, AskError>
+        },
+        timers: (kind, key) => registry.timersOf(kind, key),
+        isActive: (kind, key) => Effect.sync(() => registry.isActive(kind, key)),
+        activations: Effect.sync(() => registry.size)
+      }
+      return service
+    })
+  )
+
+/**
+ * Tells a grain through the `Grains` service in context.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Grain, Grains } from "tickwork"
+ *
+ * const Counter = Grain.make<"inc">()({
+ *   name: "counter",
+ *   onActivate: () => Effect.succeed(0),
+ *   onReceive: (_ctx, n) => Effect.succeed(n + 1)
+ * })
+ * const program = Grains.tell(Counter, "c-1", "inc")
+ * ```
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const tell = <Msg>(
+  kind: Grain<Msg, any, any, any>,
+  key: string,
+  message: Msg
+): Effect.Effect<void, UnknownGrainKind, Grains> => Effect.flatMap(Grains, (grains) => grains.tell(kind, key, message))
+
+/**
+ * Asks a grain through the `Grains` service in context.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Grain, Grains } from "tickwork"
+ *
+ * const Echo = Grain.make<string>()({ name: "echo", onReceive: (ctx) => ctx.reply(ctx.message) })
+ * const program = Grains.ask<string>(Echo, "a", "hello", "1 second")
+ * ```
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const ask = <A = unknown, Msg = any>(
+  kind: Grain<Msg, any, any, any>,
+  key: string,
+  message: Msg,
+  timeout?: Duration.DurationInput
+): Effect.Effect<A | undefined, AskError, Grains> =>
+  Effect.flatMap(Grains, (grains) => grains.ask<A, Msg>(kind, key, message, timeout))

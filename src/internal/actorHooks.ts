@@ -1,0 +1,19 @@
+/**
+ * Internal lifecycle hooks that runtimes built on actors (grains, entities) attach to an actor definition. They are
+ * not part of the public `Actor` model.
+ */
+import type { ActorRef } from "../ActorRef.js"
+
+export const HooksKey: unique symbol = Symbol.for("tickwork/internal/ActorHooks")
+
+export interface ActorHooks {
+  /** Receives the user messages left in the mailbox when the actor stops, instead of dead letters. */
+  readonly undelivered?: (message: unknown, sender: ActorRef<any> | undefined) => void
+  /** Called once the actor has terminated and its mailbox is drained. */
+  readonly terminated?: () => void
+}
+
+export const hooksOf = (actor: object): ActorHooks | undefined => (actor as { [HooksKey]?: ActorHooks })[HooksKey]
+
+export const withHooks = <A extends object>(actor: A, hooks: ActorHooks): A =>
+  Object.assign(Object.create(Object.getPrototypeOf(actor)), actor, { [HooksKey]: hooks })

@@ -1,0 +1,455 @@
+/**
+ * The grain runtime: a registry of activations, each an actor whose messages are grain envelopes.
+ *
+ * An activation goes activating → active → deactivating → gone. While it deactivates, new messages for its identity
+ * wait in `pending`; messages still in its mailbox are handed back by the actor's `undelivered` hook; once the actor
+ * has terminated, waiting messages start the next activation. Grain timers are `GrainTimer` ticks; deactivation
+ * cancels them before `onDeactivate`, and any copy still queued is stale and dropped.
+ */
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Runtime from "effect/Runtime"
+import * as Actor from "../Actor.js"
+import type { ActorRef } from "../ActorRef.js"
+import type { ActorSystemService } from "../ActorSystem.js"
+import {
+  type Grain,
+  GrainActivationFailed,
+  type GrainContext,
+  GrainFailed,
+  type GrainIdentity,
+  GrainMessageUnhandled,
+  type GrainProps,
+  GrainReplyError,
+  UnknownGrainKind
+} from "../Grain.js"
+import type { TimerInfo, TimerOptions } from "../GrainTimers.js"
+import type { Passivation } from "../Passivation.js"
+import * as QuartzCron from "../QuartzCron.js"
+import { GrainTimersStopped, ScheduledReferenceNotFound } from "../TimerError.js"
+import type { ActorCell, CellRef } from "./actorCell.js"
+import { withHooks } from "./actorHooks.js"
+import { delayMillis, intervalMillis } from "./duration.js"
+import { GrainTimer, type TimerOwner, type Trigger } from "./grainTimer.js"
+
+/** The error an `ask` to a grain can fail with, besides the ask timeout. */
+export type GrainAskError =
+  | UnknownGrainKind
+  | GrainActivationFailed
+  | GrainFailed
+  | GrainReplyError
+  | GrainMessageUnhandled
+
+/** A message on its way to a grain; `reply` is set for an ask. */
+class GrainEnvelope {
+  constructor(
+    readonly message: unknown,
+    readonly reply: Deferred.Deferred<unknown, GrainAskError> | undefined
+  ) {}
+}
+
+/** The idle-passivation check, delivered as the activation actor's receive timeout. */
+const PASSIVATE = Symbol.for("tickwork/Grain/passivate")
+
+type Signal =
+  | { readonly _tag: "reply"; readonly value: unknown }
+  | { readonly _tag: "err"; readonly error: unknown }
+  | { readonly _tag: "unhandled" }
+
+const NO_ERR: Signal = { _tag: "reply", value: undefined }
+
+const mergeOptions = (options: ReadonlyArray<TimerOptions>): TimerOptions => Object.assign({}, ...options)
+
+class Activation implements TimerOwner {
+  phase: "activating" | "active" | "deactivating" | "gone" = "activating"
+  /** Messages for the next activation: arrived while this one deactivated. */
+  readonly pending: Array<GrainEnvelope> = []
+  /** Messages handed back from this activation's mailbox when it stopped. */
+  readonly leftover: Array<GrainEnvelope> = []
+  readonly timers = new Map<string, GrainTimer>()
+  cell: ActorCell | undefined = undefined
+  /** Messages for this activation that arrived while its actor was being spawned. */
+  readonly starting: Array<GrainEnvelope> = []
+  activationFailure: Cause.Cause<unknown> | undefined = undefined
+  private state: unknown = undefined
+  private processed = 0
+  private timerSeq = 0
+  private timersStopped = false
+  readonly name: string
+  readonly props: GrainProps<unknown>
+
+  constructor(
+    readonly registry: GrainRegistry,
+    readonly kind: Grain<any, any, any, any>,
+    readonly identity: GrainIdentity,
+    readonly passivation: Passivation
+  ) {
+    this.name = `${identity.kind}/${identity.key}`
+    this.props = this.makeProps()
+  }
+
+  private get driver() {
+    return this.cell!.host.driver
+  }
+
+  // ---------------------------------------------------------------- lifecycle (on the activation's fiber)
+
+  /** The activation actor's `preStart`. Timers registered here stay dormant until it has succeeded. */
+  activate(): Effect.Effect<void, unknown> {
+    return Effect.matchCauseEffect(this.kind.onActivate(this.props) as Effect.Effect<unknown, unknown>, {
+      onFailure: (cause) => {
+        this.activationFailure = cause
+        this.dropTimers()
+        return Effect.zipRight(
+          Effect.logError(`activation of grain ${this.name} failed`, cause),
+          Effect.failCause(cause)
+        )
+      },
+      onSuccess: (state) =>
+        Effect.sync(() => {
+          this.state = state
+          this.phase = "active"
+          const now = this.driver.now()
+          for (const timer of this.timers.values()) this.arm(timer, now)
+          if (this.passivation._tag === "Idle") this.cell!.setReceiveTimeout(this.passivation.timeoutMillis, PASSIVATE)
+        })
+    })
+  }
+
+  /** Handles one user message or passivation check. */
+  receive(entry: unknown): Effect.Effect<void> {
+    if (entry === PASSIVATE) {
+      const idle = this.passivation._tag === "Idle" ? this.passivation.timeoutMillis : Number.POSITIVE_INFINITY
+      return this.driver.now() - this.cell!.lastActivity >= idle ? this.deactivate() : Effect.void
+    }
+    const envelope = entry as GrainEnvelope
+    return this.process(envelope.message, envelope.reply, false)
+  }
+
+  handleTick(timer: GrainTimer): Effect.Effect<void> {
+    return this.process(timer.message, undefined, true)
+  }
+
+  private process(
+    message: unknown,
+    reply: Deferred.Deferred<unknown, GrainAskError> | undefined,
+    isTick: boolean
+  ): Effect.Effect<void> {
+    if (this.phase !== "active") return Effect.void
+    let signal: Signal | undefined
+    const signalOnce = (next: Signal) =>
+      Effect.suspend(() => {
+        if (signal !== undefined) return Effect.dieMessage(`grain ${this.name}: signal at most once per message`)
+        signal = next
+        return Effect.void
+      })
+    const context: GrainContext<unknown> = {
+      ...this.props,
+      message,
+      isTick,
+      reply: (value) => signalOnce({ _tag: "reply", value }),
+      noErr: signalOnce(NO_ERR),
+      err: (error) => signalOnce({ _tag: "err", error }),
+      unhandled: signalOnce({ _tag: "unhandled" })
+    }
+    return Effect.matchCauseEffect(this.kind.onReceive(context, this.state) as Effect.Effect<unknown, unknown>, {
+      onSuccess: (state) => {
+        this.state = state
+        this.processed++
+        const answered = this.answer(reply, signal ?? NO_ERR, isTick)
+        const passivate =
+          this.passivation._tag === "MessageCount" && this.processed >= this.passivation.count
+            ? this.deactivate()
+            : Effect.void
+        return Effect.zipRight(answered, passivate)
+      },
+      onFailure: (cause) => {
+        if (reply !== undefined) Deferred.unsafeDone(reply, Effect.fail(new GrainFailed({ grain: this.name, cause })))
+        return Effect.zipRight(Effect.logError(`grain ${this.name} failed; deactivating`, cause), this.deactivate())
+      }
+    })
+  }
+
+  private answer(
+    reply: Deferred.Deferred<unknown, GrainAskError> | undefined,
+    signal: Signal,
+    isTick: boolean
+  ): Effect.Effect<void> {
+    if (reply !== undefined) {
+      const grain = this.name
+      const outcome =
+        signal._tag === "reply"
+          ? Effect.succeed(signal.value)
+          : signal._tag === "err"
+            ? Effect.fail(new GrainReplyError({ grain, error: signal.error }))
+            : Effect.fail(new GrainMessageUnhandled({ grain }))
+      Deferred.unsafeDone(reply, outcome)
+      return Effect.void
+    }
+    if (signal._tag === "reply") return Effect.void
+    const what = isTick ? "a timer tick" : "a told message"
+    return signal._tag === "err"
+      ? Effect.logWarning(`grain ${this.name} reported an error for ${what}`, signal.error)
+      : Effect.logWarning(`grain ${this.name} did not handle ${what}`)
+  }
+
+  /** Passivation or failure: stop timers, run `onDeactivate`, then stop the actor after this message. */
+  deactivate(): Effect.Effect<void> {
+    if (this.phase !== "active") return Effect.void
+    return Effect.zipRight(
+      this.runDeactivation(),
+      Effect.sync(() => this.cell!.requestStop())
+    )
+  }
+
+  /** Shutdown or the end of a deactivation: idempotent. */
+  runDeactivation(): Effect.Effect<void> {
+    if (this.phase !== "active") return Effect.void
+    this.phase = "deactivating"
+    this.stopTimers()
+    return Effect.catchAllCause(this.kind.onDeactivate(this.props, this.state) as Effect.Effect<void>, (cause) =>
+      Effect.logError(`onDeactivate of grain ${this.name} failed`, cause)
+    )
+  }
+
+  // ---------------------------------------------------------------- timers
+
+  private stopTimers(): void {
+    this.timersStopped = true
+    this.dropTimers()
+  }
+
+  private dropTimers(): void {
+    for (const timer of this.timers.values()) {
+      timer.active = false
+      if (this.cell !== undefined) this.driver.cancel(timer)
+    }
+    this.timers.clear()
+  }
+
+  private arm(timer: GrainTimer, now: number): void {
+    const due = timer.firstDue(now)
+    if (due === undefined) this.forget(timer)
+    else this.driver.schedule(timer, due)
+  }
+
+  offerTick(timer: GrainTimer, due: number, now: number): Effect.Effect<void> | undefined {
+    return this.cell!.offerTick(timer, due, now)
+  }
+
+  forget(timer: GrainTimer): void {
+    timer.active = false
+    this.driver.cancel(timer)
+    if (this.timers.get(timer.reference) === timer) this.timers.delete(timer.reference)
+  }
+
+  touch(): void {
+    this.cell!.lastActivity = this.driver.now()
+  }
+
+  private register(
+    message: unknown,
+    trigger: Either.Either<Trigger, any>,
+    options: ReadonlyArray<TimerOptions>
+  ): Effect.Effect<string, any> {
+    return Effect.suspend(() => {
+      if (this.timersStopped || this.phase === "gone") return Effect.fail(new GrainTimersStopped({ grain: this.name }))
+      if (Either.isLeft(trigger)) return Effect.fail(trigger.left)
+      const { keepAlive = false, reference = `timer-${++this.timerSeq}` } = mergeOptions(options)
+      const previous = this.timers.get(reference)
+      if (previous !== undefined) this.forget(previous)
+      const now = this.driver.now()
+      const timer = new GrainTimer(this, reference, message, trigger.right, keepAlive, now)
+      this.timers.set(reference, timer)
+      if (this.phase === "active") this.arm(timer, now)
+      return Effect.succeed(reference)
+    })
+  }
+
+  private makeProps(): GrainProps<unknown> {
+    const registry = this.registry
+    return {
+      identity: this.identity,
+      scheduleOnce: (message, delay: Duration.DurationInput, ...options) =>
+        this.register(
+          message,
+          Either.map(delayMillis(delay), (d): Trigger => ({ _tag: "once", delay: d })),
+          options
+        ),
+      schedule: (message, interval: Duration.DurationInput, ...options) =>
+        this.register(
+          message,
+          Either.map(intervalMillis(interval), (i): Trigger => ({ _tag: "interval", interval: i })),
+          options
+        ),
+      scheduleWithCron: (message, expression, ...options) => {
+        const { timeZone } = mergeOptions(options)
+        const parsed = QuartzCron.parse(expression, timeZone === undefined ? undefined : { timeZone })
+        return this.register(
+          message,
+          Either.map(parsed, (cron): Trigger => ({ _tag: "cron", cron })),
+          options
+        )
+      },
+      cancelSchedule: (reference) =>
+        Effect.suspend((): Effect.Effect<void, GrainTimersStopped | ScheduledReferenceNotFound> => {
+          if (this.timersStopped || this.phase === "gone")
+            return Effect.fail(new GrainTimersStopped({ grain: this.name }))
+          const timer = this.timers.get(reference)
+          if (timer === undefined) return Effect.fail(new ScheduledReferenceNotFound({ reference }))
+          this.forget(timer)
+          return Effect.void
+        }),
+      timers: Effect.sync(() => this.listTimers()),
+      tellGrain: (kind, key, message) => registry.tell(kind, key, message),
+      tellActor: (actor, message) => actor.tell(message)
+    }
+  }
+
+  listTimers(): ReadonlyArray<TimerInfo> {
+    return Array.from(this.timers.values(), (timer) => timer.info())
+  }
+
+  /** The actor that carries this activation. */
+  actor(): Actor.Actor<unknown, void, unknown> {
+    const actor = Actor.make<unknown>()({
+      preStart: () => this.activate(),
+      receive: (entry) => this.receive(entry),
+      postStop: () => this.runDeactivation()
+    })
+    const sized =
+      this.kind.mailboxCapacity === undefined ? actor : Actor.withMailboxCapacity(actor, this.kind.mailboxCapacity)
+    return withHooks(sized, {
+      undelivered: (message) => {
+        if (message instanceof GrainEnvelope) this.leftover.push(message)
+      },
+      terminated: () => this.registry.terminated(this)
+    })
+  }
+}
+
+export class GrainRegistry {
+  private readonly activations = new Map<string, Activation>()
+
+  constructor(
+    private readonly system: ActorSystemService,
+    private readonly runtime: Runtime.Runtime<never>,
+    private readonly kinds: ReadonlyMap<string, Grain<any, any, any, any>>,
+    private readonly defaultPassivation: Passivation
+  ) {}
+
+  get size(): number {
+    return this.activations.size
+  }
+
+  private kindOf(kind: Grain<any, any, any, any>): Either.Either<Grain<any, any, any, any>, UnknownGrainKind> {
+    const registered = this.kinds.get(kind.name)
+    return registered === undefined ? Either.left(new UnknownGrainKind({ kind: kind.name })) : Either.right(registered)
+  }
+
+  tell(kind: Grain<any, any, any, any>, key: string, message: unknown): Effect.Effect<void, UnknownGrainKind> {
+    return Effect.suspend(() =>
+      Either.match(this.kindOf(kind), {
+        onLeft: Effect.fail,
+        onRight: (registered) => this.deliver(registered, key, new GrainEnvelope(message, undefined))
+      })
+    )
+  }
+
+  ask(kind: Grain<any, any, any, any>, key: string, message: unknown): Effect.Effect<unknown, GrainAskError> {
+    return Effect.suspend(() =>
+      Either.match(this.kindOf(kind), {
+        onLeft: Effect.fail,
+        onRight: (registered) =>
+          Effect.flatMap(Deferred.make<unknown, GrainAskError>(), (reply) =>
+            Effect.zipRight(this.deliver(registered, key, new GrainEnvelope(message, reply)), Deferred.await(reply))
+          )
+      })
+    )
+  }
+
+  timersOf(kind: Grain<any, any, any, any>, key: string): Effect.Effect<ReadonlyArray<TimerInfo>, UnknownGrainKind> {
+    return Effect.suspend(() =>
+      Either.match(this.kindOf(kind), {
+        onLeft: Effect.fail,
+        onRight: () => {
+          const activation = this.activations.get(idOf(kind.name, key))
+          return Effect.succeed(activation?.phase === "active" ? activation.listTimers() : [])
+        }
+      })
+    )
+  }
+
+  isActive(kind: Grain<any, any, any, any>, key: string): boolean {
+    return this.activations.get(idOf(kind.name, key))?.phase === "active"
+  }
+
+  private deliver(kind: Grain<any, any, any, any>, key: string, envelope: GrainEnvelope): Effect.Effect<void> {
+    const id = idOf(kind.name, key)
+    const current = this.activations.get(id)
+    if (current !== undefined) {
+      if (current.phase === "deactivating") {
+        current.pending.push(envelope)
+        return Effect.void
+      }
+      return Effect.sync(() => {
+        if (current.cell === undefined) current.starting.push(envelope)
+        else current.cell.ref.unsafeTell(envelope)
+      })
+    }
+    return this.start(kind, key, [envelope])
+  }
+
+  /** Starts an activation and hands it `messages` in order. */
+  private start(
+    kind: Grain<any, any, any, any>,
+    key: string,
+    messages: ReadonlyArray<GrainEnvelope>
+  ): Effect.Effect<void> {
+    const activation = new Activation(this, kind, { kind: kind.name, key }, kind.passivation ?? this.defaultPassivation)
+    this.activations.set(idOf(kind.name, key), activation)
+    return this.system.spawn(activation.actor(), `grain:${kind.name}:${encodeURIComponent(key)}`).pipe(
+      Effect.match({
+        onFailure: (error) => {
+          // The system is shutting down (or the name is somehow taken): nothing can run these messages.
+          this.activations.delete(idOf(kind.name, key))
+          this.reject(activation, [...messages, ...activation.starting], Cause.fail(error))
+        },
+        onSuccess: (ref) => {
+          const cell = (ref as CellRef<unknown>).cell
+          activation.cell = cell
+          for (const envelope of messages) ref.unsafeTell(envelope)
+          for (const envelope of activation.starting.splice(0)) ref.unsafeTell(envelope)
+        }
+      })
+    )
+  }
+
+  /** The activation's actor has terminated: forget it, and start the next one if messages wait. */
+  terminated(activation: Activation): void {
+    activation.phase = "gone"
+    const id = idOf(activation.identity.kind, activation.identity.key)
+    if (this.activations.get(id) === activation) this.activations.delete(id)
+    const waiting = [...activation.leftover, ...activation.pending]
+    if (activation.activationFailure !== undefined) {
+      this.reject(activation, waiting, activation.activationFailure)
+      return
+    }
+    if (waiting.length > 0) Runtime.runFork(this.runtime)(this.start(activation.kind, activation.identity.key, waiting))
+  }
+
+  private reject(activation: Activation, messages: ReadonlyArray<GrainEnvelope>, cause: Cause.Cause<unknown>): void {
+    const error = new GrainActivationFailed({ grain: activation.name, cause })
+    for (const envelope of messages) {
+      if (envelope.reply !== undefined) Deferred.unsafeDone(envelope.reply, Effect.fail(error))
+      else this.system.deadLetters.unsafeTell(envelope.message)
+    }
+  }
+}
+
+const idOf = (kind: string, key: string): string => `${kind}\u0000${key}`
+
+export type { ActorRef }

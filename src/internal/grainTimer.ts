@@ -1,0 +1,102 @@
+/**
+ * A grain timer: a tick that runs the grain's `onReceive` with the scheduled message.
+ */
+import type * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type { TimerInfo } from "../GrainTimers.js"
+import * as QuartzCron from "../QuartzCron.js"
+import { MailboxTick } from "./tick.js"
+import type { TimerDriver } from "./timerDriver.js"
+
+/** What a grain timer needs from its activation. */
+export interface TimerOwner {
+  offerTick(timer: GrainTimer, due: number, now: number): Effect.Effect<void> | undefined
+  /** Runs `onReceive` for a delivered tick. */
+  handleTick(timer: GrainTimer): Effect.Effect<void>
+  /** Forgets a finished or cancelled timer. */
+  forget(timer: GrainTimer): void
+  /** A keep-alive tick counts as activity. */
+  touch(): void
+}
+
+export type Trigger =
+  | { readonly _tag: "once"; readonly delay: number }
+  | { readonly _tag: "interval"; readonly interval: number }
+  | { readonly _tag: "cron"; readonly cron: QuartzCron.QuartzCron }
+
+export class GrainTimer extends MailboxTick {
+  readonly kind = "grain_timer" as const
+  active = true
+
+  constructor(
+    private readonly owner: TimerOwner,
+    readonly reference: string,
+    readonly message: unknown,
+    readonly trigger: Trigger,
+    readonly keepAlive: boolean,
+    /** When the timer was registered; a dormant timer's first due time counts from here. */
+    readonly registeredAt: number
+  ) {
+    super()
+  }
+
+  /** The first due time after `from` (registration for once/interval, now for cron), or undefined for never. */
+  firstDue(now: number): number | undefined {
+    switch (this.trigger._tag) {
+      case "once":
+        return Math.max(this.registeredAt + this.trigger.delay, now)
+      case "interval":
+        // Dormant while the grain activated: ticks that came due meanwhile are delivered once, right away.
+        return Math.max(this.registeredAt + this.trigger.interval, now)
+      case "cron":
+        return Option.getOrUndefined(QuartzCron.next(this.trigger.cron, now))
+    }
+  }
+
+  fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
+    const due = this.due
+    const trigger = this.trigger
+    if (trigger._tag === "once") {
+      this.finished = true
+    } else {
+      // Interval: a fixed cadence on the grid from registration. Cron: the next instant after now; instants
+      // missed while the process stalled are not replayed.
+      const next =
+        trigger._tag === "interval"
+          ? this.nextOnGrid(due, trigger.interval)
+          : Option.getOrUndefined(QuartzCron.next(trigger.cron, Math.max(due, now)))
+      if (next === undefined) this.finished = true
+      else driver.schedule(this, next)
+    }
+    return this.owner.offerTick(this, due, now)
+  }
+
+  /** The first grid point (registration + k × interval) after `due`; `due + interval` when `due` is on the grid. */
+  private nextOnGrid(due: number, interval: number): number {
+    return this.registeredAt + (Math.floor((due - this.registeredAt) / interval) + 1) * interval
+  }
+
+  accept(): boolean {
+    if (!this.active) return false
+    if (this.finished && this.queued === 0) this.owner.forget(this)
+    if (this.keepAlive) this.owner.touch()
+    return true
+  }
+
+  undeliverable(): void {
+    if (this.finished && this.queued === 0) this.owner.forget(this)
+  }
+
+  override handler(): Effect.Effect<unknown, unknown> {
+    return this.owner.handleTick(this)
+  }
+
+  info(): TimerInfo {
+    return {
+      reference: this.reference,
+      kind: this.trigger._tag,
+      nextDue: this.index >= 0 ? this.due : this.finished ? undefined : this.firstDue(this.registeredAt),
+      keepAlive: this.keepAlive
+    }
+  }
+}

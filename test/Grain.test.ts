@@ -1,0 +1,624 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Metric, TestClock } from "effect"
+import { ActorSystem, Grain, Grains, GrainTimers, Metrics, Passivation } from "tickwork"
+import { TestProbe } from "tickwork/testkit"
+import { captureLogs } from "./utils.js"
+
+/** Messages of the grain under test: commands that exercise the grain API from inside `onReceive`. */
+type Msg =
+  | { readonly _tag: "Tick"; readonly label: string }
+  | { readonly _tag: "Run"; readonly f: (ctx: Grain.GrainContext<Msg>) => Effect.Effect<unknown, unknown> }
+  | { readonly _tag: "Slow"; readonly millis: number }
+  | { readonly _tag: "Die" }
+  | { readonly _tag: "Noop" }
+
+const tick = (label: string): Msg => ({ _tag: "Tick", label })
+
+interface Setup {
+  readonly onActivate?: (props: Grain.GrainProps<Msg>) => Effect.Effect<void, unknown>
+  readonly onDeactivate?: (props: Grain.GrainProps<Msg>) => Effect.Effect<void, unknown>
+  readonly onTick?: (ctx: Grain.GrainContext<Msg>) => Effect.Effect<void, unknown>
+  readonly passivation?: Passivation.Passivation
+  readonly mailboxCapacity?: number
+}
+
+/** A grain kind that reports its lifecycle and ticks to `probe` as "event#activation". */
+const makeKind = (probe: TestProbe.TestProbe<string>, setup: Setup = {}) => {
+  let activations = 0
+  return Grain.make<Msg>()({
+    name: "subject",
+    ...(setup.passivation === undefined ? {} : { passivation: setup.passivation }),
+    ...(setup.mailboxCapacity === undefined ? {} : { mailboxCapacity: setup.mailboxCapacity }),
+    onActivate: (props) =>
+      Effect.gen(function* () {
+        const n = ++activations
+        yield* probe.ref.tell(`activate#${n}`)
+        if (setup.onActivate !== undefined) yield* setup.onActivate(props)
+        yield* probe.ref.tell(`activated#${n}`)
+        return n
+      }),
+    onReceive: (ctx, n) => {
+      const msg = ctx.message
+      switch (msg._tag) {
+        case "Tick":
+          return Effect.as(
+            Effect.zipRight(
+              probe.ref.tell(`${msg.label}#${n}${ctx.isTick ? "" : "(told)"}`),
+              setup.onTick === undefined ? Effect.void : setup.onTick(ctx)
+            ),
+            n
+          )
+        case "Run":
+          return Effect.as(
+            Effect.flatMap(Effect.either(msg.f(ctx)), (result) => ctx.reply(result)),
+            n
+          )
+        case "Slow":
+          return Effect.as(Effect.sleep(msg.millis), n)
+        case "Die":
+          return Effect.die("boom")
+        case "Noop":
+          return Effect.succeed(n)
+      }
+    },
+    onDeactivate: (props, n) =>
+      Effect.gen(function* () {
+        yield* probe.ref.tell(`deactivate#${n}`)
+        if (setup.onDeactivate !== undefined) yield* Effect.orDie(setup.onDeactivate(props))
+      })
+  })
+}
+
+const live = (kind: Grain.Grain<Msg, number, unknown, never>, options: Grains.Options = {}) =>
+  Grains.layer([kind], options).pipe(Layer.provideMerge(ActorSystem.layer({ name: "grains" })))
+
+/** Runs `f` inside the grain and returns what it produced (Either of its result). */
+const run = <A, E>(
+  kind: Grain.Grain<Msg, number, unknown, never>,
+  f: (ctx: Grain.GrainContext<Msg>) => Effect.Effect<A, E>
+) => Effect.flatMap(Grains.ask(kind, "k", { _tag: "Run", f } satisfies Msg), (result) => Effect.succeed(result as any))
+
+const events = (probe: TestProbe.TestProbe<string>) => Effect.map(probe.receiveAll, (all) => all.map((r) => r.message))
+
+const timed = (probe: TestProbe.TestProbe<string>) =>
+  Effect.map(probe.receiveAll, (all) => all.map((r) => `${r.message}@${r.at}`))
+
+describe("Grains", () => {
+  it.effect("a tell activates the grain on demand; exactly one activation per identity", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const kind = makeKind(probe)
+      yield* Effect.provide(
+        Effect.gen(function* () {
+          yield* Effect.all(
+            [
+              Grains.tell(kind, "k", tick("a")),
+              Grains.tell(kind, "k", tick("b")),
+              Grains.tell(kind, "other", tick("c"))
+            ],
+            { concurrency: "unbounded" }
+          )
+          const all = yield* events(probe)
+          assert.strictEqual(all.filter((e) => e.startsWith("activate#")).length, 2)
+          assert.includeMembers(all, ["a#1(told)", "b#1(told)"])
+          assert.isBelow(all.indexOf("a#1(told)"), all.indexOf("b#1(told)"))
+          const grains = yield* Grains.Grains
+          assert.strictEqual(yield* grains.activations, 2)
+          assert.isTrue(yield* grains.isActive(kind, "k"))
+        }),
+        live(kind)
+      )
+    })
+  )
+
+  it.effect("ask: reply, noErr, err, unhandled and timeout", () =>
+    Effect.gen(function* () {
+      const Kind = Grain.make<string>()({
+        name: "asker",
+        onReceive: (ctx) => {
+          switch (ctx.message) {
+            case "value":
+              return ctx.reply(42)
+            case "noErr":
+              return ctx.noErr
+            case "err":
+              return ctx.err("out of stock")
+            case "silent":
+              return Effect.void
+            case "slow":
+              return Effect.sleep("10 seconds")
+            default:
+              return ctx.unhandled
+          }
+        }
+      })
+      yield* Effect.gen(function* () {
+        assert.strictEqual(yield* Grains.ask<number>(Kind, "k", "value"), 42)
+        assert.isUndefined(yield* Grains.ask(Kind, "k", "noErr"))
+        assert.isUndefined(yield* Grains.ask(Kind, "k", "silent"))
+        const err = yield* Effect.flip(Grains.ask(Kind, "k", "err"))
+        assert.strictEqual(err._tag, "GrainReplyError")
+        assert.strictEqual((err as Grain.GrainReplyError).error, "out of stock")
+        const unhandled = yield* Effect.flip(Grains.ask(Kind, "k", "???"))
+        assert.strictEqual(unhandled._tag, "GrainMessageUnhandled")
+        const slow = yield* Effect.fork(Grains.ask(Kind, "k", "slow", "1 second"))
+        yield* TestClock.adjust("1 second")
+        const timeout = yield* Effect.flip(slow)
+        assert.strictEqual(timeout._tag, "AskTimeout")
+      }).pipe(Effect.provide(Grains.layer([Kind]).pipe(Layer.provideMerge(ActorSystem.layer({ name: "ask" })))))
+    })
+  )
+
+  it.effect("an unknown grain kind is a typed error", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const registered = makeKind(probe)
+      const Stranger = Grain.make<string>()({ name: "stranger", onReceive: () => Effect.void })
+      const error = yield* Effect.flip(Grains.tell(Stranger, "k", "hi")).pipe(Effect.provide(live(registered)))
+      assert.strictEqual(error._tag, "UnknownGrainKind")
+      assert.strictEqual(error.kind, "stranger")
+    })
+  )
+
+  describe("timers", () => {
+    it.effect("scheduleOnce / schedule deliver the scheduled message through onReceive, as ticks", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, { passivation: Passivation.never })
+        yield* Effect.gen(function* () {
+          const refs = yield* run(kind, (ctx) =>
+            Effect.all([ctx.scheduleOnce(tick("once"), "150 millis"), ctx.schedule(tick("every"), "100 millis")])
+          )
+          assert.deepStrictEqual(refs._tag, "Right")
+          yield* TestClock.adjust("350 millis")
+          assert.deepStrictEqual(yield* timed(probe), [
+            "activate#1@0",
+            "activated#1@0",
+            "every#1@100",
+            "once#1@150",
+            "every#1@200",
+            "every#1@300"
+          ])
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("timers registered in onActivate stay dormant until activation completes", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, {
+          passivation: Passivation.never,
+          onActivate: (props) =>
+            Effect.zipRight(
+              Effect.all([props.scheduleOnce(tick("early"), 0), props.schedule(tick("every"), "30 millis")]),
+              Effect.sleep("100 millis") // a slow activation
+            )
+        })
+        yield* Effect.gen(function* () {
+          yield* Grains.tell(kind, "k", { _tag: "Noop" })
+          yield* TestClock.adjust("100 millis")
+          // nothing fired into the grain before it was ready; the due ticks arrive right after, then the grid goes on
+          // "every" came due at 30, 60 and 90 while dormant: it is delivered once; its grid stays 30, 60, ... after
+          assert.deepStrictEqual(yield* timed(probe), ["activate#1@0", "activated#1@100", "early#1@100", "every#1@100"])
+          yield* TestClock.adjust("20 millis")
+          assert.deepStrictEqual(yield* timed(probe), ["every#1@120"])
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("timers registered in a failing onActivate are discarded; no activation remains", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, {
+          onActivate: (props) => Effect.zipRight(props.schedule(tick("every"), "10 millis"), Effect.fail("no database"))
+        })
+        yield* Effect.gen(function* () {
+          const failed = yield* Effect.flip(Grains.ask(kind, "k", { _tag: "Noop" }))
+          assert.strictEqual(failed._tag, "GrainActivationFailed")
+          yield* TestClock.adjust("1 second")
+          assert.deepStrictEqual(yield* events(probe), ["activate#1"])
+          const grains = yield* Grains.Grains
+          assert.strictEqual(yield* grains.activations, 0)
+          const system = yield* ActorSystem.ActorSystem
+          const stats = yield* system.stats
+          assert.strictEqual(stats.engineEntries, 0)
+          assert.strictEqual(stats.actors, 0)
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("a defect in onActivate also leaves no activation and no timer", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, {
+          onActivate: (props) => Effect.zipRight(props.scheduleOnce(tick("x"), 0), Effect.die("bug"))
+        })
+        yield* Effect.gen(function* () {
+          const failed = yield* Effect.flip(Grains.ask(kind, "k", { _tag: "Noop" }))
+          assert.strictEqual(failed._tag, "GrainActivationFailed")
+          yield* TestClock.adjust("1 second")
+          assert.strictEqual((yield* (yield* ActorSystem.ActorSystem).stats).engineEntries, 0)
+          // the next message tries a new activation
+          yield* Grains.tell(kind, "k", { _tag: "Noop" })
+          assert.include(yield* events(probe), "activate#2")
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("passivation stops all timers before onDeactivate, where scheduling fails with GrainTimersStopped", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const seenInDeactivate: Array<string> = []
+        const kind = makeKind(probe, {
+          passivation: Passivation.idle("1 second"),
+          onActivate: (props) => props.schedule(tick("every"), "300 millis"),
+          onDeactivate: (props) =>
+            Effect.gen(function* () {
+              seenInDeactivate.push(`timers=${(yield* props.timers).length}`)
+              const scheduled = yield* Effect.flip(props.scheduleOnce(tick("late"), 10))
+              seenInDeactivate.push(scheduled._tag)
+              const cancelled = yield* Effect.flip(props.cancelSchedule("timer-1"))
+              seenInDeactivate.push(cancelled._tag)
+            })
+        })
+        yield* Effect.gen(function* () {
+          yield* Grains.tell(kind, "k", { _tag: "Noop" })
+          yield* TestClock.adjust("5 seconds")
+          // ticks at 300, 600, 900 did not reset the idle clock: deactivated at 1000; no tick afterwards
+          assert.deepStrictEqual(yield* timed(probe), [
+            "activate#1@0",
+            "activated#1@0",
+            "every#1@300",
+            "every#1@600",
+            "every#1@900",
+            "deactivate#1@1000"
+          ])
+          assert.deepStrictEqual(seenInDeactivate, ["timers=0", "GrainTimersStopped", "GrainTimersStopped"])
+          assert.strictEqual((yield* (yield* ActorSystem.ActorSystem).stats).engineEntries, 0)
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("a timer never reactivates a passivated grain; a reactivated grain starts with no timers", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, { passivation: Passivation.idle("1 second") })
+        yield* Effect.gen(function* () {
+          yield* run(kind, (ctx) => ctx.schedule(tick("every"), "400 millis"))
+          yield* TestClock.adjust("1 second")
+          yield* probe.receiveAll
+          yield* TestClock.adjust("10 seconds")
+          yield* probe.expectNoMessage()
+          assert.isFalse(yield* (yield* Grains.Grains).isActive(kind, "k"))
+          const timers = yield* run(kind, (ctx) => ctx.timers)
+          assert.deepStrictEqual(timers.right, [])
+          assert.include(yield* events(probe), "activate#2")
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("keep-alive ticks count as activity; ordinary ticks do not", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, {
+          passivation: Passivation.idle("1 second"),
+          onActivate: (props) => props.schedule(tick("alive"), "500 millis", GrainTimers.withTimerKeepAlive())
+        })
+        yield* Effect.gen(function* () {
+          yield* Grains.tell(kind, "k", { _tag: "Noop" })
+          yield* TestClock.adjust("10 seconds")
+          assert.notInclude(yield* events(probe), "deactivate#1")
+          assert.isTrue(yield* (yield* Grains.Grains).isActive(kind, "k"))
+          // cancel the keep-alive timer: the grain now passivates one idle period after the last tick
+          yield* run(kind, (ctx) => ctx.cancelSchedule("timer-1"))
+          yield* TestClock.adjust("1 second")
+          assert.include(yield* events(probe), "deactivate#1")
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("delivered ticks count as processed messages for message-count passivation", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, {
+          passivation: Passivation.messageCount(3),
+          onActivate: (props) => props.schedule(tick("t"), "100 millis")
+        })
+        yield* Effect.gen(function* () {
+          yield* Grains.tell(kind, "k", { _tag: "Noop" }) // 1
+          yield* TestClock.adjust("1 second") // ticks at 100 (2) and 200 (3): deactivated
+          assert.deepStrictEqual(yield* timed(probe), [
+            "activate#1@0",
+            "activated#1@0",
+            "t#1@100",
+            "t#1@200",
+            "deactivate#1@200"
+          ])
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("a message arriving while the grain deactivates waits for the next activation", () =>
+      Effect.gen(function* () {
+        let slowOnce = true
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, {
+          passivation: Passivation.idle("1 second"),
+          // the first deactivation is slow
+          onDeactivate: () => {
+            if (!slowOnce) return Effect.void
+            slowOnce = false
+            return Effect.sleep("500 millis")
+          }
+        })
+        yield* Effect.gen(function* () {
+          yield* Grains.tell(kind, "k", { _tag: "Noop" })
+          yield* TestClock.adjust("1100 millis") // deactivating since 1000, until 1500
+          yield* Grains.tell(kind, "k", tick("during-1"))
+          yield* Grains.tell(kind, "k", tick("during-2"))
+          const answer = yield* Effect.fork(run(kind, () => Effect.succeed("ok")))
+          yield* TestClock.adjust("400 millis")
+          const all = yield* events(probe)
+          assert.deepStrictEqual(all, [
+            "activate#1",
+            "activated#1",
+            "deactivate#1",
+            "activate#2",
+            "activated#2",
+            "during-1#2(told)",
+            "during-2#2(told)"
+          ])
+          assert.strictEqual((yield* answer).right, "ok")
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("a failure deactivates the grain (timers stop); the next message reactivates it", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, {
+          passivation: Passivation.never,
+          onActivate: (props) => props.schedule(tick("t"), "100 millis")
+        })
+        yield* Effect.gen(function* () {
+          yield* Grains.tell(kind, "k", { _tag: "Noop" })
+          yield* TestClock.adjust("150 millis")
+          const failed = yield* Effect.flip(Grains.ask(kind, "k", { _tag: "Die" }))
+          assert.strictEqual(failed._tag, "GrainFailed")
+          yield* TestClock.adjust("1 second")
+          assert.deepStrictEqual(yield* events(probe), ["activate#1", "activated#1", "t#1", "deactivate#1"])
+          yield* Grains.tell(kind, "k", tick("again"))
+          yield* TestClock.adjust("100 millis")
+          assert.deepStrictEqual(yield* events(probe), ["activate#2", "activated#2", "again#2(told)", "t#2"])
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("shutdown deactivates: timers stop and onDeactivate runs", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, {
+          passivation: Passivation.never,
+          onActivate: (props) => props.schedule(tick("t"), "100 millis")
+        })
+        yield* Effect.gen(function* () {
+          yield* Grains.tell(kind, "k", { _tag: "Noop" })
+          yield* TestClock.adjust("100 millis")
+          const system = yield* ActorSystem.ActorSystem
+          yield* system.shutdown
+          assert.deepStrictEqual(yield* events(probe), ["activate#1", "activated#1", "t#1", "deactivate#1"])
+          const stats = yield* system.stats
+          assert.strictEqual(stats.engineEntries, 0)
+          assert.strictEqual(stats.fibers, 0)
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("a tick already in the mailbox when its timer is cancelled, or the grain deactivates, is dropped", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, { passivation: Passivation.never })
+        yield* Effect.gen(function* () {
+          const stale = Metric.value(Metrics.ticksDropped("stale"))
+          const before = (yield* stale).count
+          yield* run(kind, (ctx) => ctx.scheduleOnce(tick("once"), "10 millis", GrainTimers.withTimerReference("r")))
+          // a 50 ms command: the tick queues behind it at 10, then the command cancels the timer
+          const cancel = yield* Effect.fork(
+            run(kind, (ctx) => Effect.zipRight(Effect.sleep("50 millis"), ctx.cancelSchedule("r")))
+          )
+          yield* TestClock.adjust("100 millis")
+          assert.deepStrictEqual((yield* cancel)._tag, "Right")
+          assert.notInclude(yield* events(probe), "once#1")
+          assert.strictEqual((yield* stale).count - before, 1)
+
+          // deactivation with a tick queued: the tick is dropped with the activation
+          yield* run(kind, (ctx) => ctx.scheduleOnce(tick("orphan"), "10 millis"))
+          yield* Grains.tell(kind, "k", { _tag: "Slow", millis: 50 })
+          yield* Grains.tell(kind, "k", { _tag: "Die" }) // queued behind Slow, ahead of the tick
+          yield* TestClock.adjust("1 second")
+          const all = yield* events(probe)
+          assert.include(all, "deactivate#1")
+          assert.notInclude(all.join(","), "orphan")
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("references: reuse replaces, cancel, ScheduledReferenceNotFound for unknown or fired one-shots", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, { passivation: Passivation.never })
+        yield* Effect.gen(function* () {
+          yield* run(kind, (ctx) =>
+            Effect.zipRight(
+              ctx.schedule(tick("old"), "100 millis", { reference: "hb" }),
+              ctx.schedule(tick("new"), "150 millis", GrainTimers.withTimerReference("hb"))
+            )
+          )
+          yield* TestClock.adjust("300 millis")
+          assert.deepStrictEqual(yield* events(probe), ["activate#1", "activated#1", "new#1", "new#1"])
+          const unknown = yield* run(kind, (ctx) => ctx.cancelSchedule("nope"))
+          assert.strictEqual(unknown.left._tag, "ScheduledReferenceNotFound")
+          const once = yield* run(kind, (ctx) => ctx.scheduleOnce(tick("once"), "10 millis"))
+          yield* TestClock.adjust("10 millis")
+          const fired = yield* run(kind, (ctx) => ctx.cancelSchedule(once.right))
+          assert.strictEqual(fired.left._tag, "ScheduledReferenceNotFound")
+          const cancelled = yield* run(kind, (ctx) => ctx.cancelSchedule("hb"))
+          assert.strictEqual(cancelled._tag, "Right")
+          yield* probe.receiveAll
+          yield* TestClock.adjust("1 second")
+          yield* probe.expectNoMessage()
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("bad input: InvalidTimerInterval, InvalidTimerDelay, InvalidCronExpression", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, { passivation: Passivation.never })
+        yield* Effect.gen(function* () {
+          assert.strictEqual((yield* run(kind, (ctx) => ctx.schedule(tick("x"), 0))).left._tag, "InvalidTimerInterval")
+          assert.strictEqual((yield* run(kind, (ctx) => ctx.schedule(tick("x"), -5))).left._tag, "InvalidTimerInterval")
+          assert.strictEqual(
+            (yield* run(kind, (ctx) => ctx.scheduleOnce(tick("x"), -1))).left._tag,
+            "InvalidTimerDelay"
+          )
+          const cron = yield* run(kind, (ctx) => ctx.scheduleWithCron(tick("x"), "0 0 25 * * ?"))
+          assert.strictEqual(cron.left._tag, "InvalidCronExpression")
+          assert.strictEqual(cron.left.field, "hours")
+          assert.deepStrictEqual((yield* run(kind, (ctx) => ctx.timers)).right, [])
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("cron timers fire at exactly the expression's instants (UTC, named zone)", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, { passivation: Passivation.never })
+        yield* Effect.gen(function* () {
+          // TestClock starts at 1970-01-01T00:00:00Z
+          yield* run(kind, (ctx) =>
+            Effect.all([
+              ctx.scheduleWithCron(tick("quarter"), "0 0/15 * * * ?", GrainTimers.withTimeZone("UTC")),
+              // 01:30 in Berlin (UTC+1 in January) is 00:30 UTC
+              ctx.scheduleWithCron(tick("berlin"), "0 30 1 * * ?", GrainTimers.withTimeZone("Europe/Berlin"))
+            ])
+          )
+          const listed = yield* run(kind, (ctx) => ctx.timers)
+          assert.deepStrictEqual(
+            listed.right.map((t: GrainTimers.TimerInfo) => [t.reference, t.kind, t.nextDue]),
+            [
+              ["timer-1", "cron", 15 * 60_000],
+              ["timer-2", "cron", 30 * 60_000]
+            ]
+          )
+          yield* TestClock.adjust("1 hour")
+          assert.deepStrictEqual(yield* timed(probe), [
+            "activate#1@0",
+            "activated#1@0",
+            `quarter#1@${15 * 60_000}`,
+            // equal deadlines fire in the order they were (re-)armed: berlin at 0, quarter at 15 min
+            `berlin#1@${30 * 60_000}`,
+            `quarter#1@${30 * 60_000}`,
+            `quarter#1@${45 * 60_000}`,
+            `quarter#1@${60 * 60_000}`
+          ])
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("schedule keeps a fixed cadence: a slow handler queues ticks, execution never overlaps", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        let running = 0
+        let maxRunning = 0
+        const kind = makeKind(probe, {
+          passivation: Passivation.never,
+          onTick: () =>
+            Effect.acquireUseRelease(
+              Effect.sync(() => {
+                running++
+                maxRunning = Math.max(maxRunning, running)
+              }),
+              () => Effect.sleep("250 millis"),
+              () => Effect.sync(() => running--)
+            )
+        })
+        yield* Effect.gen(function* () {
+          yield* run(kind, (ctx) => ctx.schedule(tick("t"), "100 millis"))
+          yield* TestClock.adjust("1 second")
+          assert.deepStrictEqual(
+            (yield* probe.receiveAll).slice(2).map((r) => r.at),
+            [100, 350, 600, 850]
+          )
+          assert.strictEqual(maxRunning, 1)
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("err and unhandled on a tick are logged as warnings; a second signal is a defect", () => {
+      const { layer, logs } = captureLogs()
+      return Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, {
+          passivation: Passivation.never,
+          onTick: (ctx) =>
+            (ctx.message as { label: string }).label === "err"
+              ? ctx.err("disk full")
+              : (ctx.message as { label: string }).label === "twice"
+                ? Effect.zipRight(ctx.noErr, ctx.noErr)
+                : ctx.unhandled
+        })
+        yield* Effect.gen(function* () {
+          yield* run(kind, (ctx) =>
+            Effect.all([ctx.scheduleOnce(tick("err"), 10), ctx.scheduleOnce(tick("unhandled"), 20)])
+          )
+          yield* TestClock.adjust("20 millis")
+          const warnings = logs.filter((l) => l.level === "WARN").map((l) => l.message)
+          assert.isTrue(warnings.some((w) => w.includes("reported an error for a timer tick")))
+          assert.isTrue(warnings.some((w) => w.includes("did not handle a timer tick")))
+          yield* run(kind, (ctx) => ctx.scheduleOnce(tick("twice"), 10))
+          yield* TestClock.adjust("10 millis")
+          assert.include(yield* events(probe), "deactivate#1")
+          assert.isTrue(logs.some((l) => l.level === "ERROR" && l.message.includes("failed; deactivating")))
+        }).pipe(Effect.provide(live(kind)))
+      }).pipe(Effect.provide(layer))
+    })
+
+    it.effect("a full bounded mailbox drops ticks (counted) while interval timers keep firing", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, {
+          passivation: Passivation.never,
+          mailboxCapacity: 1,
+          onTick: () => Effect.sleep("1 second")
+        })
+        yield* Effect.gen(function* () {
+          const full = Metric.value(Metrics.ticksDropped("mailbox_full"))
+          const before = (yield* full).count
+          yield* run(kind, (ctx) => ctx.schedule(tick("t"), "100 millis"))
+          yield* TestClock.adjust("2 seconds")
+          // 100 runs until 1100 with 200 queued (capacity 1); 300..1000 dropped; the timer keeps firing after
+          assert.deepStrictEqual(
+            (yield* probe.receiveAll).slice(2).map((r) => r.at),
+            [100, 1100]
+          )
+          assert.isAtLeast((yield* full).count - before, 8)
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("tellGrain and tellActor from inside a grain", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, { passivation: Passivation.never })
+        yield* Effect.gen(function* () {
+          yield* run(kind, (ctx) =>
+            Effect.zipRight(ctx.tellGrain(kind, "other", tick("hello")), ctx.tellActor(probe.ref, "to-actor"))
+          )
+          const all = yield* events(probe)
+          assert.includeMembers(all, ["to-actor", "hello#2(told)"])
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+  })
+})
