@@ -14,7 +14,12 @@
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type { ActorRef } from "./ActorRef.js"
-import type { InvalidTimerDelay, InvalidTimerInterval } from "./TimerError.js"
+import type {
+  InvalidCronExpression,
+  InvalidTimerDelay,
+  InvalidTimerInterval,
+  ScheduledReferenceNotFound
+} from "./TimerError.js"
 
 /**
  * A handle to a schedule.
@@ -73,12 +78,39 @@ export interface Scheduler {
     message: Msg,
     sender?: ActorRef<any>
   ) => Effect.Effect<Cancellable, InvalidTimerDelay | InvalidTimerInterval>
+  /**
+   * Sends `message` to `target` at every instant of a Quartz cron expression (see `QuartzCron`). Instants missed
+   * while the process stalled are not replayed. An expression that never fires again is accepted and comes back
+   * already cancelled.
+   */
+  readonly scheduleWithCron: <Msg>(
+    target: ActorRef<Msg>,
+    message: Msg,
+    expression: string,
+    options?: CronOptions
+  ) => Effect.Effect<Cancellable, InvalidCronExpression>
+  /** Cancels the schedule made under `reference`. */
+  readonly cancelSchedule: (reference: string) => Effect.Effect<void, ScheduledReferenceNotFound>
   /** Runs `task` after `initialDelay`, then every `interval` on a fixed grid. */
   readonly scheduleAtFixedRateFunction: <E, R>(
     initialDelay: Duration.DurationInput,
     interval: Duration.DurationInput,
     task: Effect.Effect<unknown, E, R>
   ) => Effect.Effect<Cancellable, InvalidTimerDelay | InvalidTimerInterval, R>
+}
+
+/**
+ * Options of `scheduleWithCron`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CronOptions {
+  /** Names the schedule; reusing a reference cancels and replaces the schedule that had it. */
+  readonly reference?: string
+  /** IANA zone the expression is evaluated in (default: the process's local zone). */
+  readonly timeZone?: string
+  readonly sender?: ActorRef<any>
 }
 
 /**

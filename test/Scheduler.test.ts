@@ -278,6 +278,42 @@ describe("system.scheduler", () => {
     }).pipe(Effect.provide(SystemLive))
   )
 
+  it.effect("scheduleWithCron sends at the expression's instants; references replace and cancel", () =>
+    Effect.gen(function*() {
+      const system = yield* ActorSystem.ActorSystem
+      const probe = yield* TestProbe.make<string>()
+      const target = yield* ActorSystem.spawn(Forwarder(probe), "target")
+      // TestClock starts at 1970-01-01T00:00:00Z
+      yield* system.scheduler.scheduleWithCron(target, "every-10s", "0/10 * * * * ?", {
+        reference: "poll",
+        timeZone: "UTC"
+      })
+      yield* TestClock.adjust("25 seconds")
+      assert.deepStrictEqual(
+        (yield* probe.receiveAll).map((r) => `${r.message}@${r.at}`),
+        ["every-10s@10000", "every-10s@20000"]
+      )
+      // same reference: the old schedule is cancelled and replaced
+      yield* system.scheduler.scheduleWithCron(target, "minute", "0 * * * * ?", { reference: "poll", timeZone: "UTC" })
+      yield* TestClock.adjust("60 seconds")
+      assert.deepStrictEqual(
+        (yield* probe.receiveAll).map((r) => `${r.message}@${r.at}`),
+        ["minute@60000"]
+      )
+      yield* system.scheduler.cancelSchedule("poll")
+      yield* TestClock.adjust("5 minutes")
+      yield* probe.expectNoMessage()
+      const unknown = yield* Effect.flip(system.scheduler.cancelSchedule("poll"))
+      assert.strictEqual(unknown._tag, "ScheduledReferenceNotFound")
+      const invalid = yield* Effect.flip(system.scheduler.scheduleWithCron(target, "x", "0 0 * * *"))
+      assert.strictEqual(invalid._tag, "InvalidCronExpression")
+      // an expression whose instants are all past comes back cancelled
+      const past = yield* system.scheduler.scheduleWithCron(target, "x", "0 0 0 1 1 ? 1970", { timeZone: "UTC" })
+      assert.isTrue(yield* past.isCancelled)
+      assert.strictEqual((yield* system.stats).engineEntries, 0)
+    }).pipe(Effect.provide(SystemLive))
+  )
+
   it.effect("scheduled ticks carry no log context from the code that scheduled them", () => {
     const { layer, logs } = captureLogs()
     return Effect.gen(function* () {

@@ -14,6 +14,7 @@ import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as HashMap from "effect/HashMap"
 import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
 import * as MetricKey from "effect/MetricKey"
 import type * as MetricLabel from "effect/MetricLabel"
 import * as Scope from "effect/Scope"
@@ -29,7 +30,9 @@ import {
   type Stats
 } from "../ActorSystem.js"
 import { DeadLetter, SchedulerError } from "../EventStream.js"
-import type { Cancellable, Scheduler } from "../Scheduler.js"
+import { ScheduledReferenceNotFound } from "../TimerError.js"
+import * as QuartzCron from "../QuartzCron.js"
+import type { Cancellable, CronOptions, Scheduler } from "../Scheduler.js"
 import * as Supervision from "../Supervision.js"
 import { ActorCell, type CellHost } from "./actorCell.js"
 import { delayMillis, intervalMillis } from "./duration.js"
@@ -55,6 +58,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
   private readonly cells = new Set<ActorCell>()
   private readonly topLevel = new Map<string, ActorCell>()
   private readonly scheduled = new Set<ScheduledMessage | ScheduledFunction>()
+  private readonly byReference = new Map<string, ScheduledMessage>()
   private readonly fibers = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
   private readonly shutdownDone = Deferred.unsafeMake<void>(FiberId.none)
   private driverFiber: Fiber.RuntimeFiber<never> | undefined = undefined
@@ -189,7 +193,10 @@ export class SystemImpl implements CellHost, SchedulerHost {
       Either.map(delayMillis(delay), (millis) =>
         this.terminating
           ? alreadyCancelled
-          : this.arm(new ScheduledMessage(this, target, msg, sender, interval), millis)
+          : this.arm(
+              new ScheduledMessage(this, target, msg, sender, interval > 0 ? (due) => due + interval : undefined),
+              millis
+            )
       )
     const task = <E, R>(delay: Duration.DurationInput, interval: number, effect: Effect.Effect<unknown, E, R>) =>
       Effect.flatMap(Effect.context<R>(), (context) =>
@@ -206,7 +213,39 @@ export class SystemImpl implements CellHost, SchedulerHost {
               )
         )
       )
+    const cron = (target: ActorRef<any>, msg: unknown, expression: string, options: CronOptions = {}) =>
+      Effect.suspend(() =>
+        Either.map(
+          QuartzCron.parse(expression, options.timeZone === undefined ? undefined : { timeZone: options.timeZone }),
+          (parsed): Cancellable => {
+            if (this.terminating) return alreadyCancelled
+            const reference = options.reference
+            if (reference !== undefined) this.byReference.get(reference)?.unsafeCancel()
+            const entry = new ScheduledMessage(
+              this,
+              target,
+              msg,
+              options.sender,
+              (due, now) => Option.getOrUndefined(QuartzCron.next(parsed, Math.max(due, now))),
+              reference
+            )
+            const first = Option.getOrUndefined(QuartzCron.next(parsed, this.driver.now()))
+            if (first === undefined) return alreadyCancelled
+            if (reference !== undefined) this.byReference.set(reference, entry)
+            this.scheduled.add(entry)
+            this.driver.schedule(entry, first)
+            return entry
+          }
+        )
+      )
     return {
+      scheduleWithCron: cron,
+      cancelSchedule: (reference) =>
+        Effect.suspend(() => {
+          const entry = this.byReference.get(reference)
+          if (entry === undefined) return Effect.fail(new ScheduledReferenceNotFound({ reference }))
+          return Effect.asVoid(entry.cancel)
+        }),
       scheduleOnce: (delay, target, msg, sender) => Effect.suspend(() => message(delay, 0, target, msg, sender)),
       scheduleOnceFunction: (delay, effect) => task(delay, 0, effect),
       scheduleAtFixedRate: (initialDelay, interval, target, msg, sender) =>
@@ -229,6 +268,9 @@ export class SystemImpl implements CellHost, SchedulerHost {
 
   release(entry: ScheduledMessage | ScheduledFunction): void {
     this.scheduled.delete(entry)
+    if (entry instanceof ScheduledMessage && entry.reference !== undefined) {
+      if (this.byReference.get(entry.reference) === entry) this.byReference.delete(entry.reference)
+    }
   }
 
   forkTask(task: Effect.Effect<void>): Effect.Effect<Fiber.RuntimeFiber<void>> {
@@ -271,6 +313,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
         Effect.suspend(() => {
           for (const entry of this.scheduled) entry.markCancelled()
           this.scheduled.clear()
+          this.byReference.clear()
           for (const cell of this.cells) cell.cancelTimers()
           this.driver.close()
           const fibers: Array<Fiber.RuntimeFiber<unknown, unknown>> = Array.from(this.fibers)

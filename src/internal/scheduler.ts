@@ -39,7 +39,10 @@ export class ScheduledMessage extends MailboxTick implements ScheduledEntry {
     readonly target: ActorRef<any>,
     readonly message: unknown,
     private readonly replyTo: ActorRef<any> | undefined,
-    private readonly interval: number
+    /** The next due time after a firing at `due` (at `now`); undefined for a one-shot or when the schedule ends. */
+    private readonly next: ((due: number, now: number) => number | undefined) | undefined,
+    /** Set when the schedule was made under a reference. */
+    readonly reference: string | undefined = undefined
   ) {
     super()
   }
@@ -50,7 +53,8 @@ export class ScheduledMessage extends MailboxTick implements ScheduledEntry {
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
     const due = this.due
-    if (this.interval > 0) driver.schedule(this, due + this.interval)
+    const next = this.next?.(due, now)
+    if (next !== undefined) driver.schedule(this, next)
     else this.finished = true
     if (this.target instanceof CellRef) return this.target.cell.offerTick(this, due, now)
     // A ref without a mailbox (a probe, an ask slot) takes the message directly.
@@ -84,12 +88,15 @@ export class ScheduledMessage extends MailboxTick implements ScheduledEntry {
     this.host.driver.cancel(this)
   }
 
-  readonly cancel: Effect.Effect<boolean> = Effect.sync(() => {
+  /** Cancels; true when this stopped an active schedule. */
+  unsafeCancel(): boolean {
     if (this.state !== State.Pending) return false
     this.markCancelled()
     this.host.release(this)
     return true
-  })
+  }
+
+  readonly cancel: Effect.Effect<boolean> = Effect.sync(() => this.unsafeCancel())
 
   readonly isCancelled: Effect.Effect<boolean> = Effect.sync(() => this.state === State.Cancelled)
 }
@@ -150,12 +157,15 @@ export class ScheduledFunction extends TimerEntry implements ScheduledEntry {
     this.host.driver.cancel(this)
   }
 
-  readonly cancel: Effect.Effect<boolean> = Effect.sync(() => {
+  /** Cancels; true when this stopped an active schedule. */
+  unsafeCancel(): boolean {
     if (this.state !== State.Pending) return false
     this.markCancelled()
     this.host.release(this)
     return true
-  })
+  }
+
+  readonly cancel: Effect.Effect<boolean> = Effect.sync(() => this.unsafeCancel())
 
   readonly isCancelled: Effect.Effect<boolean> = Effect.sync(() => this.state === State.Cancelled)
 }

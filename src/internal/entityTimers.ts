@@ -1,0 +1,222 @@
+/**
+ * Entity timer entries: periodic timers that drop missed invocations, and one-shots that run an effect on the
+ * entity's fiber. Both are `MailboxTick`s on the system's one timer engine: firing offers the entry itself into the
+ * owner's mailbox, and the owner's loop runs `handler()` serialized with commands, under its supervision.
+ *
+ * Periodic timers keep a fixed grid from their first due time, and never have more than one invocation queued or
+ * running. An invocation is *missed* when its due time passes while the previous one is still queued or running (a
+ * slow handler) or while the driver could not run (a paused process: it wakes after several grid points at once).
+ * Missed invocations are dropped, not caught up; the next invocation that runs logs one warning with their count.
+ * Keeping the grid (instead of re-arming from "now") preserves the randomized phase, so entities that were spread
+ * out stay spread out after a pause.
+ */
+import * as Effect from "effect/Effect"
+import type { Cancellable } from "../Scheduler.js"
+import type { GameClockState, GameTimer } from "./entityGameClock.js"
+import { MailboxTick } from "./tick.js"
+import type { TimerDriver } from "./timerDriver.js"
+
+/** Where a tick goes when it fires; `ActorCell` is one. */
+export interface TickTarget {
+  offerTick(tick: MailboxTick, due: number, now: number): Effect.Effect<void> | undefined
+}
+
+/** The incarnation that owns a timer. */
+export interface TimerOwner {
+  readonly target: TickTarget
+  readonly driver: TimerDriver
+  /** The timer is done: forget it (it no longer counts as armed). */
+  release(entry: EntityTimer): void
+}
+
+/** What every entity timer supports. */
+export interface EntityTimer {
+  /** Disarms the timer because its owner stops; its queued tick, if any, becomes stale. */
+  stop(): void
+}
+
+/**
+ * The randomized first delay of a periodic timer: uniform over [interval/2, 3·interval/2), in whole milliseconds.
+ * `u` is a draw from `Random.next`, in [0, 1).
+ */
+export const randomizedFirstDelay = (interval: number, u: number): number => {
+  const low = Math.ceil(interval / 2)
+  const span = Math.max(1, Math.ceil((interval * 3) / 2) - low)
+  return low + Math.min(span - 1, Math.floor(u * span))
+}
+
+/** Missed invocations are reported through this warning, with their count. */
+export const missedWarning = (name: string, dropped: number): Effect.Effect<void> =>
+  Effect.logWarning(
+    `periodic timer "${name}" dropped ${dropped} missed invocation${dropped === 1 ? "" : "s"} ` +
+      "(the handler ran longer than the interval or the process was paused)"
+  ).pipe(Effect.annotateLogs({ timer: name, dropped }))
+
+export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellable {
+  readonly kind = "entity_timer" as const
+  active = true
+  /** An invocation of this timer is queued or running. */
+  busy = false
+  /** Invocations dropped since the last one that ran. */
+  missed = 0
+
+  constructor(
+    readonly owner: TimerOwner,
+    readonly name: string,
+    readonly interval: number,
+    /** The command, for command timers (diagnostics only). */
+    readonly message: unknown,
+    /** One invocation; re-evaluated on every tick. */
+    private readonly run: Effect.Effect<unknown, unknown>
+  ) {
+    super()
+  }
+
+  /** Arms the first invocation `firstDelay` from now. */
+  start(firstDelay: number): this {
+    this.owner.driver.schedule(this, this.owner.driver.now() + firstDelay)
+    return this
+  }
+
+  fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
+    const due = this.due
+    // Grid points that passed while the driver could not run (a paused process) are dropped.
+    const skipped = now - due >= this.interval ? Math.floor((now - due) / this.interval) : 0
+    driver.schedule(this, due + (skipped + 1) * this.interval)
+    if (this.busy) {
+      this.missed += skipped + 1
+      return undefined
+    }
+    this.missed += skipped
+    this.busy = true
+    return this.owner.target.offerTick(this, due, now)
+  }
+
+  accept(): boolean {
+    return this.active
+  }
+
+  undeliverable(): void {
+    this.busy = false
+  }
+
+  /** Marks the running invocation done, so that the next one may be queued. */
+  readonly done: Effect.Effect<void> = Effect.sync(() => {
+    this.busy = false
+  })
+
+  override handler(): Effect.Effect<unknown, unknown> {
+    const missed = this.missed
+    this.missed = 0
+    const run = missed === 0 ? this.run : Effect.zipRight(missedWarning(this.name, missed), this.run)
+    return Effect.ensuring(run, this.done)
+  }
+
+  stop(): void {
+    this.active = false
+    this.owner.driver.cancel(this)
+  }
+
+  readonly cancel: Effect.Effect<boolean> = Effect.sync(() => {
+    if (!this.active) return false
+    this.stop()
+    this.owner.release(this)
+    return true
+  })
+
+  readonly isCancelled: Effect.Effect<boolean> = Effect.sync(() => !this.active)
+}
+
+enum OneShotState {
+  /** Armed in the engine. */
+  Pending = 0,
+  /** In the owner's mailbox. */
+  Queued = 1,
+  /** Taken from the mailbox: the effect runs (or ran). */
+  Started = 2,
+  Cancelled = 3,
+  /** Could not be queued (owner stopped, mailbox full). */
+  Dropped = 4
+}
+
+/**
+ * `scheduleExecuteOnActorContext`: runs an effect once on the owner's fiber. Cancellable until the effect starts. An
+ * absolute one-shot (`deadline` in game time) is registered with its game clock and re-armed when time is skipped.
+ */
+export class OneShotEntry extends MailboxTick implements EntityTimer, Cancellable, GameTimer {
+  readonly kind = "entity_timer" as const
+  readonly message = undefined
+  private state = OneShotState.Pending
+
+  constructor(
+    readonly owner: TimerOwner,
+    private readonly effect: Effect.Effect<unknown, unknown>,
+    /** Game-time deadline (epoch millis) of an absolute one-shot; undefined for a delay. */
+    readonly deadline: number | undefined,
+    private readonly clock: GameClockState | undefined
+  ) {
+    super()
+  }
+
+  /**
+   * Arms at `due` (engine time). A due time that is not in the future queues the effect at once, without a round trip
+   * through the engine; the returned effect, if any, is the mailbox-full warning.
+   */
+  arm(due: number): Effect.Effect<void> | undefined {
+    const driver = this.owner.driver
+    const now = driver.now()
+    if (due <= now) {
+      this.finished = true
+      this.state = OneShotState.Queued
+      return this.owner.target.offerTick(this, now, now)
+    }
+    if (this.deadline !== undefined) this.clock?.timers.add(this)
+    driver.schedule(this, due)
+    return undefined
+  }
+
+  rearm(offsetMillis: number): void {
+    if (this.state === OneShotState.Pending && this.deadline !== undefined) {
+      this.owner.driver.schedule(this, this.deadline - offsetMillis)
+    }
+  }
+
+  fire(now: number): Effect.Effect<void> | undefined {
+    this.clock?.timers.delete(this)
+    if (this.state !== OneShotState.Pending) return undefined
+    this.finished = true
+    this.state = OneShotState.Queued
+    return this.owner.target.offerTick(this, this.due, now)
+  }
+
+  accept(): boolean {
+    if (this.state !== OneShotState.Queued) return false
+    this.state = OneShotState.Started
+    this.owner.release(this)
+    return true
+  }
+
+  undeliverable(): void {
+    if (this.state === OneShotState.Queued) this.state = OneShotState.Dropped
+    this.owner.release(this)
+  }
+
+  override handler(): Effect.Effect<unknown, unknown> {
+    return this.effect
+  }
+
+  stop(): void {
+    if (this.state === OneShotState.Pending || this.state === OneShotState.Queued) this.state = OneShotState.Cancelled
+    this.clock?.timers.delete(this)
+    this.owner.driver.cancel(this)
+  }
+
+  readonly cancel: Effect.Effect<boolean> = Effect.sync(() => {
+    if (this.state !== OneShotState.Pending && this.state !== OneShotState.Queued) return false
+    this.stop()
+    this.owner.release(this)
+    return true
+  })
+
+  readonly isCancelled: Effect.Effect<boolean> = Effect.sync(() => this.state === OneShotState.Cancelled)
+}
