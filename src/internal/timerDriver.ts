@@ -69,6 +69,7 @@ export class TimerDriver {
   close(): void {
     this.closed = true
     this.heap.clear()
+    this.onTurn(0)
   }
 
   private requestWake(): void {

@@ -1,0 +1,40 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Metric, TestClock } from "effect"
+import { Actor, ActorSystem, Metrics } from "tickwork"
+import { makeStallClock } from "./utils.js"
+
+const count = (metric: Metric.Metric.Counter<number>) => Effect.map(Metric.value(metric), (state) => state.count)
+
+describe("Metrics", () => {
+  it.effect("ticks delivered by kind, lateness, and the active-timers gauge per system", () =>
+    Effect.gen(function*() {
+      const { clock, stall } = yield* makeStallClock
+      const program = Effect.gen(function*() {
+        const system = yield* ActorSystem.ActorSystem
+        const deliveredBefore = yield* count(Metrics.ticksDelivered("actor_timer"))
+        const latenessBefore = (yield* Metric.value(Metrics.tickLateness)).count
+        const Ticking = Actor.make<string>()({
+          preStart: (ctx) => Effect.orDie(ctx.timers.startTimerAtFixedRate("t", "tick", "100 millis")),
+          receive: () => Effect.void
+        })
+        yield* system.spawn(Ticking, "ticking")
+        yield* TestClock.adjust("300 millis")
+        assert.strictEqual((yield* count(Metrics.ticksDelivered("actor_timer"))) - deliveredBefore, 3)
+        const gauge = Metric.gauge("tickwork_timers_active").pipe(Metric.tagged("system", "metrics"))
+        assert.strictEqual((yield* Metric.value(gauge)).value, 1)
+
+        // a stall makes the next firing 250 ms late: the lateness histogram records it
+        yield* stall(250)
+        yield* TestClock.adjust("100 millis")
+        const lateness = yield* Metric.value(Metrics.tickLateness)
+        assert.isAtLeast(lateness.count - latenessBefore, 4)
+        assert.isAtLeast(lateness.max, 250)
+        yield* system.shutdown
+        assert.strictEqual((yield* Metric.value(gauge)).value, 0, "nothing is armed after shutdown")
+      })
+      // only the system (its driver) reads the stalling clock; the test drives TestClock
+      const system = Layer.scopedContext(Effect.withClock(Layer.build(ActorSystem.layer({ name: "metrics" })), clock))
+      yield* program.pipe(Effect.provide(system))
+    })
+  )
+})
