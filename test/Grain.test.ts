@@ -149,6 +149,27 @@ describe("Grains", () => {
     })
   )
 
+  it.effect("handlers run with no deadline from any caller: an ask that times out does not interrupt the handler", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const kind = makeKind(probe, { passivation: Passivation.never })
+      yield* Effect.gen(function* () {
+        const asking = yield* Effect.fork(
+          Grains.ask(
+            kind,
+            "k",
+            { _tag: "Run", f: () => Effect.zipRight(Effect.sleep("500 millis"), probe.ref.tell("finished")) },
+            "100 millis"
+          )
+        )
+        yield* TestClock.adjust("100 millis")
+        assert.strictEqual((yield* Effect.flip(asking))._tag, "AskTimeout")
+        yield* TestClock.adjust("400 millis")
+        assert.include(yield* events(probe), "finished")
+      }).pipe(Effect.provide(live(kind)))
+    })
+  )
+
   it.effect("an unknown grain kind is a typed error", () =>
     Effect.gen(function* () {
       const probe = yield* TestProbe.make<string>()
