@@ -14,9 +14,9 @@ import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as HashMap from "effect/HashMap"
 import * as Metric from "effect/Metric"
-import * as Option from "effect/Option"
 import * as MetricKey from "effect/MetricKey"
 import type * as MetricLabel from "effect/MetricLabel"
+import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import type { Actor } from "../Actor.js"
 import type { ActorRef } from "../ActorRef.js"
@@ -30,10 +30,10 @@ import {
   type Stats
 } from "../ActorSystem.js"
 import { DeadLetter, SchedulerError } from "../EventStream.js"
-import { ScheduledReferenceNotFound } from "../TimerError.js"
 import * as QuartzCron from "../QuartzCron.js"
 import type { Cancellable, CronOptions, Scheduler } from "../Scheduler.js"
 import * as Supervision from "../Supervision.js"
+import { ScheduledReferenceNotFound } from "../TimerError.js"
 import { ActorCell, type CellHost } from "./actorCell.js"
 import { delayMillis, intervalMillis } from "./duration.js"
 import { EventStreamImpl } from "./eventStream.js"
@@ -220,7 +220,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
           (parsed): Cancellable => {
             if (this.terminating) return alreadyCancelled
             const reference = options.reference
-            if (reference !== undefined) this.byReference.get(reference)?.unsafeCancel()
+            if (reference !== undefined) this.byReference.get(reference)?.handle.unsafeCancel()
             const entry = new ScheduledMessage(
               this,
               target,
@@ -234,7 +234,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
             if (reference !== undefined) this.byReference.set(reference, entry)
             this.scheduled.add(entry)
             this.driver.schedule(entry, first)
-            return entry
+            return entry.handle
           }
         )
       )
@@ -244,7 +244,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
         Effect.suspend(() => {
           const entry = this.byReference.get(reference)
           if (entry === undefined) return Effect.fail(new ScheduledReferenceNotFound({ reference }))
-          return Effect.asVoid(entry.cancel)
+          return Effect.asVoid(entry.handle.cancel)
         }),
       scheduleOnce: (delay, target, msg, sender) => Effect.suspend(() => message(delay, 0, target, msg, sender)),
       scheduleOnceFunction: (delay, effect) => task(delay, 0, effect),
@@ -263,7 +263,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
   private arm(entry: ScheduledMessage | ScheduledFunction, delay: number): Cancellable {
     this.scheduled.add(entry)
     this.driver.schedule(entry, this.driver.now() + delay)
-    return entry
+    return entry.handle
   }
 
   release(entry: ScheduledMessage | ScheduledFunction): void {
@@ -311,7 +311,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
     return Fiber.interruptAll(top).pipe(
       Effect.zipRight(
         Effect.suspend(() => {
-          for (const entry of this.scheduled) entry.markCancelled()
+          for (const entry of this.scheduled) entry.handle.markCancelled()
           this.scheduled.clear()
           this.byReference.clear()
           for (const cell of this.cells) cell.cancelTimers()

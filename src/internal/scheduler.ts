@@ -25,17 +25,61 @@ export interface SchedulerHost {
   release(entry: ScheduledEntry): void
 }
 
-export interface ScheduledEntry extends Cancellable {
-  markCancelled(): void
-}
+export type ScheduledEntry = ScheduledMessage | ScheduledFunction
 
-/** `scheduleOnce` / `scheduleAtFixedRate`: a tick that goes to the target's mailbox. */
-export class ScheduledMessage extends MailboxTick implements ScheduledEntry {
-  readonly kind = "scheduler_message" as const
+/**
+ * The cancellation state both kinds of entry share, and the `Cancellable` handed to the caller: pending until it is
+ * cancelled or done (a one-shot that ran, a schedule that ran out).
+ */
+export class ScheduleHandle implements Cancellable {
   private state = State.Pending
 
   constructor(
     private readonly host: SchedulerHost,
+    private readonly entry: ScheduledEntry
+  ) {}
+
+  get isPending(): boolean {
+    return this.state === State.Pending
+  }
+
+  get wasCancelled(): boolean {
+    return this.state === State.Cancelled
+  }
+
+  /** The schedule ran out; it leaves the system's books. */
+  done(): void {
+    if (this.state !== State.Pending) return
+    this.state = State.Done
+    this.host.release(this.entry)
+  }
+
+  /** Disarms without touching the books (shutdown clears them wholesale). */
+  markCancelled(): void {
+    this.state = State.Cancelled
+    this.host.driver.cancel(this.entry)
+  }
+
+  /** Cancels; true when this stopped an active schedule. */
+  unsafeCancel(): boolean {
+    if (this.state !== State.Pending) return false
+    this.markCancelled()
+    this.host.release(this.entry)
+    return true
+  }
+
+  readonly cancel: Effect.Effect<boolean> = Effect.sync(() => this.unsafeCancel())
+
+  readonly isCancelled: Effect.Effect<boolean> = Effect.sync(() => this.state === State.Cancelled)
+}
+
+/** `scheduleOnce` / `scheduleAtFixedRate`: a tick that goes to the target's mailbox. */
+export class ScheduledMessage extends MailboxTick {
+  readonly kind = "scheduler_message" as const
+  readonly handle: ScheduleHandle
+
+  constructor(
+    host: SchedulerHost,
     readonly target: ActorRef<any>,
     readonly message: unknown,
     private readonly replyTo: ActorRef<any> | undefined,
@@ -45,6 +89,7 @@ export class ScheduledMessage extends MailboxTick implements ScheduledEntry {
     readonly reference: string | undefined = undefined
   ) {
     super()
+    this.handle = new ScheduleHandle(host, this)
   }
 
   override get sender(): ActorRef<any> | undefined {
@@ -66,7 +111,7 @@ export class ScheduledMessage extends MailboxTick implements ScheduledEntry {
   }
 
   accept(): boolean {
-    if (this.state === State.Cancelled) return false
+    if (this.handle.wasCancelled) return false
     this.settle()
     return true
   }
@@ -77,33 +122,13 @@ export class ScheduledMessage extends MailboxTick implements ScheduledEntry {
 
   /** A one-shot is done once its message was handled or could not be delivered. */
   private settle(): void {
-    if (this.finished && this.queued === 0 && this.state === State.Pending) {
-      this.state = State.Done
-      this.host.release(this)
-    }
+    if (this.finished && this.queued === 0) this.handle.done()
   }
-
-  markCancelled(): void {
-    this.state = State.Cancelled
-    this.host.driver.cancel(this)
-  }
-
-  /** Cancels; true when this stopped an active schedule. */
-  unsafeCancel(): boolean {
-    if (this.state !== State.Pending) return false
-    this.markCancelled()
-    this.host.release(this)
-    return true
-  }
-
-  readonly cancel: Effect.Effect<boolean> = Effect.sync(() => this.unsafeCancel())
-
-  readonly isCancelled: Effect.Effect<boolean> = Effect.sync(() => this.state === State.Cancelled)
 }
 
 /** `scheduleOnceFunction` / `scheduleAtFixedRateFunction`: a task forked on its own fiber; runs never overlap. */
-export class ScheduledFunction extends TimerEntry implements ScheduledEntry {
-  private state = State.Pending
+export class ScheduledFunction extends TimerEntry {
+  readonly handle: ScheduleHandle
   private running = false
   private backlog = 0
 
@@ -113,6 +138,7 @@ export class ScheduledFunction extends TimerEntry implements ScheduledEntry {
     private readonly interval: number
   ) {
     super()
+    this.handle = new ScheduleHandle(host, this)
   }
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
@@ -120,8 +146,7 @@ export class ScheduledFunction extends TimerEntry implements ScheduledEntry {
     if (this.interval > 0) {
       driver.schedule(this, this.due + this.interval)
     } else {
-      this.state = State.Done
-      this.host.release(this)
+      this.handle.done()
     }
     if (this.running) {
       this.backlog++
@@ -141,7 +166,7 @@ export class ScheduledFunction extends TimerEntry implements ScheduledEntry {
     const loop: Effect.Effect<void> = Effect.zipRight(
       this.once,
       Effect.suspend(() => {
-        if (this.backlog > 0 && this.state !== State.Cancelled) {
+        if (this.backlog > 0 && !this.handle.wasCancelled) {
           this.backlog--
           return loop
         }
@@ -151,23 +176,6 @@ export class ScheduledFunction extends TimerEntry implements ScheduledEntry {
     )
     return loop
   })
-
-  markCancelled(): void {
-    this.state = State.Cancelled
-    this.host.driver.cancel(this)
-  }
-
-  /** Cancels; true when this stopped an active schedule. */
-  unsafeCancel(): boolean {
-    if (this.state !== State.Pending) return false
-    this.markCancelled()
-    this.host.release(this)
-    return true
-  }
-
-  readonly cancel: Effect.Effect<boolean> = Effect.sync(() => this.unsafeCancel())
-
-  readonly isCancelled: Effect.Effect<boolean> = Effect.sync(() => this.state === State.Cancelled)
 }
 
 /** What a schedule made after shutdown returns. */
