@@ -151,7 +151,7 @@ export const tell: {
  */
 export const ask = <Msg, A>(
   self: ActorRef<Msg>,
-  make: (replyTo: ActorRef<A>) => Msg,
+  make: (replyTo: ActorRef<A>) => NoInfer<Msg>,
   timeout?: Duration.DurationInput
 ): Effect.Effect<A, AskTimeout | AskUndeliverable> =>
   Effect.gen(function* () {

@@ -42,7 +42,7 @@ export interface GrainsService {
   readonly ask: <A = unknown, Msg = any>(
     kind: Grain<Msg, any, any, any>,
     key: string,
-    message: Msg,
+    message: NoInfer<Msg>,
     timeout?: Duration.DurationInput
   ) => Effect.Effect<A | undefined, AskError>
   /** The active timers of an activation (empty when the grain is not active). */
@@ -167,7 +167,7 @@ export const layer = <const Kinds extends ReadonlyArray<Grain<any, any, any, any
 export const tell = <Msg>(
   kind: Grain<Msg, any, any, any>,
   key: string,
-  message: Msg
+  message: NoInfer<Msg>
 ): Effect.Effect<void, UnknownGrainKind, Grains> => Effect.flatMap(Grains, (grains) => grains.tell(kind, key, message))
 
 /**
@@ -188,7 +188,7 @@ export const tell = <Msg>(
 export const ask = <A = unknown, Msg = any>(
   kind: Grain<Msg, any, any, any>,
   key: string,
-  message: Msg,
+  message: NoInfer<Msg>,
   timeout?: Duration.DurationInput
 ): Effect.Effect<A | undefined, AskError, Grains> =>
   Effect.flatMap(Grains, (grains) => grains.ask<A, Msg>(kind, key, message, timeout))

@@ -35,22 +35,25 @@ export type TimerKind =
 export type DropReason = "mailbox_full" | "stale" | "owner_stopped"
 
 /**
- * Timers currently armed in the engine, across systems in this process.
+ * Timers armed in the timer engine of the system named `system` (a gauge tagged `system`).
  *
  * @example
  * ```ts
  * import { Effect, Metric } from "effect"
  * import { Metrics } from "tickwork"
  *
- * const armed = Metric.value(Metrics.activeTimers).pipe(Effect.map((state) => state.value))
+ * const armed = Metric.value(Metrics.activeTimers("app")).pipe(Effect.map((state) => state.value))
  * ```
  *
  * @since 0.1.0
- * @category models
+ * @category constructors
  */
-export const activeTimers: Metric.Metric.Gauge<number> = Metric.gauge("tickwork_timers_active", {
-  description: "timers armed in the timer engine"
-})
+export const activeTimers = (system: string): Metric.Metric.Gauge<number> =>
+  Metric.fromMetricKey(
+    MetricKey.gauge("tickwork_timers_active", { description: "timers armed in the timer engine" }).pipe(
+      MetricKey.tagged("system", system)
+    )
+  ) as Metric.Metric.Gauge<number>
 
 /**
  * Ticks handed to their handler, by timer kind.

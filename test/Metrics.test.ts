@@ -7,9 +7,9 @@ const count = (metric: Metric.Metric.Counter<number>) => Effect.map(Metric.value
 
 describe("Metrics", () => {
   it.effect("ticks delivered by kind, lateness, and the active-timers gauge per system", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const { clock, stall } = yield* makeStallClock
-      const program = Effect.gen(function*() {
+      const program = Effect.gen(function* () {
         const system = yield* ActorSystem.ActorSystem
         const deliveredBefore = yield* count(Metrics.ticksDelivered("actor_timer"))
         const latenessBefore = (yield* Metric.value(Metrics.tickLateness)).count
@@ -20,7 +20,7 @@ describe("Metrics", () => {
         yield* system.spawn(Ticking, "ticking")
         yield* TestClock.adjust("300 millis")
         assert.strictEqual((yield* count(Metrics.ticksDelivered("actor_timer"))) - deliveredBefore, 3)
-        const gauge = Metric.gauge("tickwork_timers_active").pipe(Metric.tagged("system", "metrics"))
+        const gauge = Metrics.activeTimers("metrics")
         assert.strictEqual((yield* Metric.value(gauge)).value, 1)
 
         // a stall makes the next firing 250 ms late: the lateness histogram records it

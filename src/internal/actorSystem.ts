@@ -13,8 +13,6 @@ import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as HashMap from "effect/HashMap"
-import * as Metric from "effect/Metric"
-import * as MetricKey from "effect/MetricKey"
 import type * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
@@ -30,6 +28,7 @@ import {
   type Stats
 } from "../ActorSystem.js"
 import { DeadLetter, SchedulerError } from "../EventStream.js"
+import { activeTimers } from "../Metrics.js"
 import * as QuartzCron from "../QuartzCron.js"
 import type { Cancellable, CronOptions, Scheduler } from "../Scheduler.js"
 import * as Supervision from "../Supervision.js"
@@ -72,7 +71,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
     clock: Clock.Clock,
     private readonly scope: Scope.Scope
   ) {
-    const gauge = Metric.fromMetricKey(MetricKey.gauge("tickwork_timers_active").pipe(MetricKey.tagged("system", name)))
+    const gauge = activeTimers(name)
     this.driver = new TimerDriver(clock, (size) => gauge.unsafeUpdate(size, NO_TAGS))
     this.throughput = options.throughput ?? 64
     this.askTimeoutMillis = millisOf(options.askTimeout, 5_000)
@@ -136,11 +135,14 @@ export class SystemImpl implements CellHost, SchedulerHost {
       this.cells.add(cell)
       return Effect.contextWithEffect((context: Context.Context<R>) =>
         Effect.forkIn(
-          isolated(cell.run, HashMap.make(["actor", path as unknown])).pipe(
+          isolated(
             // Interrupted (system shutdown) or ended abnormally: finish the stop sequence; a no-op after a stop.
-            Effect.ensuring(Effect.suspend(() => cell.terminate(true, true))),
-            Effect.provide(context)
-          ),
+            Effect.ensuring(
+              cell.run,
+              Effect.suspend(() => cell.terminate(true, true))
+            ),
+            HashMap.make(["actor", path as unknown])
+          ).pipe(Effect.provide(context)),
           this.scope
         )
       ).pipe(
