@@ -25,7 +25,10 @@ import type {
  * @category models
  */
 export interface TimerOptions {
-  /** The timer's reference, scoped to the grain; reusing one cancels and replaces that timer. */
+  /**
+   * The timer's reference, scoped to the grain; reusing one cancels and replaces that timer. Without one the grain
+   * makes one up (`$timer-1`, `$timer-2`, ...): references starting with `$` are reserved for those.
+   */
   readonly reference?: string
   /** Ticks count as activity for idle passivation (default: false). */
   readonly keepAlive?: boolean

@@ -278,7 +278,7 @@ describe("Grains", () => {
               seenInDeactivate.push(`timers=${(yield* props.timers).length}`)
               const scheduled = yield* Effect.flip(props.scheduleOnce(tick("late"), 10))
               seenInDeactivate.push(scheduled._tag)
-              const cancelled = yield* Effect.flip(props.cancelSchedule("timer-1"))
+              const cancelled = yield* Effect.flip(props.cancelSchedule("$timer-1"))
               seenInDeactivate.push(cancelled._tag)
             })
         })
@@ -331,7 +331,7 @@ describe("Grains", () => {
           assert.notInclude(yield* events(probe), "deactivate#1")
           assert.isTrue(yield* (yield* Grains.Grains).isActive(kind, "k"))
           // cancel the keep-alive timer: the grain now passivates one idle period after the last tick
-          yield* run(kind, (ctx) => ctx.cancelSchedule("timer-1"))
+          yield* run(kind, (ctx) => ctx.cancelSchedule("$timer-1"))
           yield* TestClock.adjust("1 second")
           assert.include(yield* events(probe), "deactivate#1")
         }).pipe(Effect.provide(live(kind)))
@@ -528,8 +528,8 @@ describe("Grains", () => {
           assert.deepStrictEqual(
             listed.right.map((t: GrainTimers.TimerInfo) => [t.reference, t.kind, t.nextDue]),
             [
-              ["timer-1", "cron", 15 * 60_000],
-              ["timer-2", "cron", 30 * 60_000]
+              ["$timer-1", "cron", 15 * 60_000],
+              ["$timer-2", "cron", 30 * 60_000]
             ]
           )
           yield* TestClock.adjust("1 hour")
@@ -576,34 +576,72 @@ describe("Grains", () => {
       })
     )
 
-    it.effect("err and unhandled on a tick are logged as warnings; a second signal is a defect", () => {
+    it.effect("err, unhandled and failures on a tick are logged as warnings; the grain and its timers go on", () => {
       const { layer, logs } = captureLogs()
       return Effect.gen(function* () {
         const probe = yield* TestProbe.make<string>()
+        const label = (ctx: Grain.GrainContext<Msg>) => (ctx.message as { label: string }).label
         const kind = makeKind(probe, {
           passivation: Passivation.never,
           onTick: (ctx) =>
-            (ctx.message as { label: string }).label === "err"
+            label(ctx) === "err"
               ? ctx.err("disk full")
-              : (ctx.message as { label: string }).label === "twice"
-                ? Effect.zipRight(ctx.noErr, ctx.noErr)
-                : ctx.unhandled
+              : label(ctx) === "twice"
+                ? Effect.zipRight(ctx.noErr, ctx.noErr) // a second signal is a defect
+                : label(ctx) === "fail"
+                  ? Effect.fail("tick failed")
+                  : ctx.unhandled
         })
         yield* Effect.gen(function* () {
           yield* run(kind, (ctx) =>
             Effect.all([ctx.scheduleOnce(tick("err"), 10), ctx.scheduleOnce(tick("unhandled"), 20)])
           )
           yield* TestClock.adjust("20 millis")
-          const warnings = logs.filter((l) => l.level === "WARN").map((l) => l.message)
-          assert.isTrue(warnings.some((w) => w.includes("reported an error for a timer tick")))
-          assert.isTrue(warnings.some((w) => w.includes("did not handle a timer tick")))
-          yield* run(kind, (ctx) => ctx.scheduleOnce(tick("twice"), 10))
-          yield* TestClock.adjust("10 millis")
+          const warnings = () => logs.filter((l) => l.level === "WARN").map((l) => l.message)
+          assert.isTrue(warnings().some((w) => w.includes("reported an error for a timer tick")))
+          assert.isTrue(warnings().some((w) => w.includes("did not handle a timer tick")))
+          // DESIGN §5: a failing tick handler is logged as a warning; the grain stays, and so does the timer
+          yield* run(kind, (ctx) => Effect.all([ctx.scheduleOnce(tick("twice"), 10), ctx.schedule(tick("fail"), 100)]))
+          yield* TestClock.adjust("300 millis")
+          assert.strictEqual(warnings().filter((w) => w.includes("failed handling a timer tick")).length, 4)
+          assert.notInclude(yield* events(probe), "deactivate#1")
+          assert.isTrue(yield* (yield* Grains.Grains).isActive(kind, "k"))
+          // on an asked message, a second signal fails the grain: GrainFailed, and it deactivates
+          const failed = yield* Effect.flip(Grains.ask(kind, "k", { _tag: "Run", f: (ctx) => ctx.noErr }))
+          assert.strictEqual(failed._tag, "GrainFailed")
           assert.include(yield* events(probe), "deactivate#1")
-          assert.isTrue(logs.some((l) => l.level === "ERROR" && l.message.includes("failed; deactivating")))
         }).pipe(Effect.provide(live(kind)))
       }).pipe(Effect.provide(layer))
     })
+
+    it.effect("a keep-alive timer keeps the grain available for a tick due after the idle timeout", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, { passivation: Passivation.idle("1 second") })
+        yield* Effect.gen(function* () {
+          yield* run(kind, (ctx) => ctx.scheduleOnce(tick("late"), "3 seconds", GrainTimers.withTimerKeepAlive()))
+          yield* TestClock.adjust("3 seconds")
+          assert.include(yield* events(probe), "late#1")
+          // once the one-shot has fired, nothing holds the grain: it passivates one idle period later
+          yield* TestClock.adjust("1 second")
+          assert.include(yield* events(probe), "deactivate#1")
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
+
+    it.effect("an ask that cannot be queued (full bounded mailbox) fails at once", () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const kind = makeKind(probe, { passivation: Passivation.never, mailboxCapacity: 1 })
+        yield* Effect.gen(function* () {
+          yield* Grains.tell(kind, "k", { _tag: "Slow", millis: 1000 })
+          yield* TestClock.adjust("1 millis") // the slow message runs; the mailbox is empty again
+          yield* Grains.tell(kind, "k", { _tag: "Noop" }) // fills it
+          const failed = yield* Effect.flip(Grains.ask(kind, "k", { _tag: "Noop" }))
+          assert.strictEqual(failed._tag, "AskUndeliverable")
+        }).pipe(Effect.provide(live(kind)))
+      })
+    )
 
     it.effect("a full bounded mailbox drops ticks (counted) while interval timers keep firing", () =>
       Effect.gen(function* () {

@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Runtime from "effect/Runtime"
 import * as Actor from "../Actor.js"
-import type { ActorRef } from "../ActorRef.js"
+import { type ActorRef, AskUndeliverable } from "../ActorRef.js"
 import type { ActorSystemService } from "../ActorSystem.js"
 import {
   type Grain,
@@ -37,6 +37,7 @@ import { GrainTimer, type TimerOwner, type Trigger } from "./grainTimer.js"
 
 /** The error an `ask` to a grain can fail with, besides the ask timeout. */
 export type GrainAskError =
+  | AskUndeliverable
   | UnknownGrainKind
   | GrainActivationFailed
   | GrainFailed
@@ -101,12 +102,10 @@ class Activation implements TimerOwner {
   activate(): Effect.Effect<void, unknown> {
     return Effect.matchCauseEffect(this.kind.onActivate(this.props) as Effect.Effect<unknown, unknown>, {
       onFailure: (cause) => {
+        // The activation actor stops; its cell logs the failure with the actor's path.
         this.activationFailure = cause
         this.dropTimers()
-        return Effect.zipRight(
-          Effect.logError(`activation of grain ${this.name} failed`, cause),
-          Effect.failCause(cause)
-        )
+        return Effect.failCause(cause)
       },
       onSuccess: (state) =>
         Effect.sync(() => {
@@ -123,7 +122,9 @@ class Activation implements TimerOwner {
   receive(entry: unknown): Effect.Effect<void> {
     if (entry === PASSIVATE) {
       const idle = this.passivation._tag === "Idle" ? this.passivation.timeoutMillis : Number.POSITIVE_INFINITY
-      return this.driver.now() - this.cell!.lastActivity >= idle ? this.deactivate() : Effect.void
+      // An active keep-alive timer keeps the grain available for its ticks.
+      const keptAlive = Array.from(this.timers.values()).some((timer) => timer.keepAlive)
+      return !keptAlive && this.driver.now() - this.cell!.lastActivity >= idle ? this.deactivate() : Effect.void
     }
     const envelope = entry as GrainEnvelope
     return this.process(envelope.message, envelope.reply, false)
@@ -167,6 +168,8 @@ class Activation implements TimerOwner {
         return Effect.zipRight(answered, passivate)
       },
       onFailure: (cause) => {
+        // DESIGN §5: a tick is fire-and-forget; its failure is logged and the grain and its timers go on.
+        if (isTick) return Effect.logWarning(`grain ${this.name} failed handling a timer tick; its timers go on`, cause)
         if (reply !== undefined) Deferred.unsafeDone(reply, Effect.fail(new GrainFailed({ grain: this.name, cause })))
         return Effect.zipRight(Effect.logError(`grain ${this.name} failed; deactivating`, cause), this.deactivate())
       }
@@ -258,7 +261,7 @@ class Activation implements TimerOwner {
     return Effect.suspend(() => {
       if (this.timersStopped || this.phase === "gone") return Effect.fail(new GrainTimersStopped({ grain: this.name }))
       if (Either.isLeft(trigger)) return Effect.fail(trigger.left)
-      const { keepAlive = false, reference = `timer-${++this.timerSeq}` } = mergeOptions(options)
+      const { keepAlive = false, reference = `$timer-${++this.timerSeq}` } = mergeOptions(options)
       const previous = this.timers.get(reference)
       if (previous !== undefined) this.forget(previous)
       const now = this.driver.now()
@@ -397,7 +400,7 @@ export class GrainRegistry {
       }
       return Effect.sync(() => {
         if (current.cell === undefined) current.starting.push(envelope)
-        else current.cell.ref.unsafeTell(envelope)
+        else this.post(current.cell, envelope)
       })
     }
     return this.start(kind, key, [envelope])
@@ -421,11 +424,19 @@ export class GrainRegistry {
         onSuccess: (ref) => {
           const cell = (ref as CellRef<unknown>).cell
           activation.cell = cell
-          for (const envelope of messages) ref.unsafeTell(envelope)
-          for (const envelope of activation.starting.splice(0)) ref.unsafeTell(envelope)
+          for (const envelope of messages) this.post(cell, envelope)
+          for (const envelope of activation.starting.splice(0)) this.post(cell, envelope)
         }
       })
     )
+  }
+
+  /** Puts an envelope into the activation's mailbox; an ask that cannot be queued fails at once. */
+  private post(cell: ActorCell, envelope: GrainEnvelope): void {
+    const delivery = cell.ref.deliver(envelope, undefined, undefined)
+    if (delivery !== "delivered" && envelope.reply !== undefined) {
+      Deferred.unsafeDone(envelope.reply, Effect.fail(new AskUndeliverable({ recipient: cell.path, reason: delivery })))
+    }
   }
 
   /** The activation's actor has terminated: forget it, and start the next one if messages wait. */
