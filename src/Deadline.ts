@@ -32,12 +32,30 @@ import { currentGameTimeMillis } from "./internal/entityGameClock.js"
 import type { InvalidTimerDelay } from "./TimerError.js"
 
 /**
+ * The symbol that marks a `Deadline`.
+ *
+ * @example
+ * ```ts
+ * import { Deadline } from "tickwork"
+ *
+ * const marked = (u: object) => Deadline.TypeId in u
+ * ```
+ *
  * @since 0.1.0
  * @category symbols
  */
 export const TypeId: unique symbol = Symbol.for("tickwork/Deadline")
 
 /**
+ * The type of `TypeId`.
+ *
+ * @example
+ * ```ts
+ * import type { Deadline } from "tickwork"
+ *
+ * type Marked = { readonly [K in Deadline.TypeId]: Deadline.TypeId }
+ * ```
+ *
  * @since 0.1.0
  * @category symbols
  */
@@ -68,6 +86,14 @@ export interface Deadline extends Pipeable, Equal.Equal {
 /**
  * What the constructors accept as an absolute time: a `DateTime` (its instant; the zone is irrelevant), epoch
  * milliseconds, or a `Deadline`.
+ *
+ * @example
+ * ```ts
+ * import { DateTime } from "effect"
+ * import type { Deadline } from "tickwork"
+ *
+ * const inputs: ReadonlyArray<Deadline.Input> = [1_900_000_000_000, DateTime.unsafeMake("2030-01-01T00:00:00Z")]
+ * ```
  *
  * @since 0.1.0
  * @category models

@@ -32,12 +32,30 @@ import {
 import type { InvalidTimerDelay } from "./TimerError.js"
 
 /**
+ * The symbol that marks a game clock service.
+ *
+ * @example
+ * ```ts
+ * import { GameClock } from "tickwork"
+ *
+ * const marked = (u: object) => GameClock.TypeId in u
+ * ```
+ *
  * @since 0.1.0
  * @category symbols
  */
 export const TypeId: unique symbol = Symbol.for("tickwork/GameClock/Service")
 
 /**
+ * The type of `TypeId`.
+ *
+ * @example
+ * ```ts
+ * import type { GameClock } from "tickwork"
+ *
+ * type Marked = { readonly [K in GameClock.TypeId]: GameClock.TypeId }
+ * ```
+ *
  * @since 0.1.0
  * @category symbols
  */

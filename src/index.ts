@@ -11,7 +11,15 @@ export * as ActorRef from "./ActorRef.js"
 /** @since 0.1.0 */
 export * as ActorSystem from "./ActorSystem.js"
 /** @since 0.1.0 */
+export * as Deadline from "./Deadline.js"
+/** @since 0.1.0 */
+export * as Entity from "./Entity.js"
+/** @since 0.1.0 */
+export * as EntityTimers from "./EntityTimers.js"
+/** @since 0.1.0 */
 export * as EventStream from "./EventStream.js"
+/** @since 0.1.0 */
+export * as GameClock from "./GameClock.js"
 /** @since 0.1.0 */
 export * as Grain from "./Grain.js"
 /** @since 0.1.0 */

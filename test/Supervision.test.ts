@@ -220,6 +220,36 @@ describe("Supervision", () => {
     }).pipe(Effect.provide(SystemLive))
   )
 
+  it.effect("a handler that throws instead of returning an effect is supervised like a defect", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      let starts = 0
+      const Throwing = Actor.make<string>()({
+        preStart: () => {
+          starts++
+          if (starts === 3) throw new Error("preStart threw")
+          return Effect.void
+        },
+        receive: (msg) => {
+          if (msg === "throw") throw new Error("receive threw")
+          return probe.ref.tell(msg)
+        },
+        postStop: () => {
+          throw new Error("postStop threw")
+        }
+      })
+      const system = yield* ActorSystem.ActorSystem
+      const ref = yield* system.spawn(Throwing, "throwing")
+      yield* ref.tell("throw") // restart 1 (preStart #2)
+      yield* ref.tell("after")
+      yield* probe.expectMessageEquals("after")
+      yield* ref.tell("throw") // restart: preStart #3 throws, the actor stops
+      yield* TestClock.adjust(0)
+      assert.strictEqual(starts, 3)
+      assert.strictEqual((yield* system.stats).actors, 0)
+    }).pipe(Effect.provide(SystemLive))
+  )
+
   it("invalid strategy limits are programmer errors", () => {
     assert.throws(() => Supervision.restart({ maxRestarts: -1 }), /maxRestarts/)
     assert.throws(() => Actor.make<string>()({ receive: () => Effect.void, mailboxCapacity: 0 }), /capacity/)

@@ -328,7 +328,7 @@ export class ActorCell {
     if (this.status !== Status.Running) return undefined
     if (!tick && this.receiveTimeout !== undefined) this.lastActivity = this.host.driver.now()
     this.currentSender = sender
-    let effect = this.actor.receive(message, this.context, this.state) as Effect.Effect<unknown, unknown>
+    let effect = attempt(() => this.actor.receive(message, this.context, this.state))
     if (logContext !== undefined) {
       effect = Effect.locally(
         effect,
@@ -358,15 +358,18 @@ export class ActorCell {
   // ---------------------------------------------------------------- lifecycle
 
   private start(): Effect.Effect<void> {
-    return Effect.matchCauseEffect(this.actor.preStart(this.context) as Effect.Effect<unknown, unknown>, {
-      onSuccess: (state) => {
-        this.state = state
-        if (this.status === Status.Starting) this.status = Status.Running
-        return Effect.void
-      },
-      onFailure: (cause) =>
-        Effect.zipRight(Effect.logError("preStart failed; the actor is stopped", cause), this.terminate(false, false))
-    })
+    return Effect.matchCauseEffect(
+      attempt(() => this.actor.preStart(this.context)),
+      {
+        onSuccess: (state) => {
+          this.state = state
+          if (this.status === Status.Starting) this.status = Status.Running
+          return Effect.void
+        },
+        onFailure: (cause) =>
+          Effect.zipRight(Effect.logError("preStart failed; the actor is stopped", cause), this.terminate(false, false))
+      }
+    )
   }
 
   private onFailure(cause: Cause.Cause<unknown>): Effect.Effect<void> {
@@ -408,15 +411,15 @@ export class ActorCell {
       this.status = Status.Starting
       this.cancelTimers()
       yield* this.stopChildren()
-      yield* guard(this.actor.preRestart(this.context, this.state, cause), "preRestart")
-      const started = yield* Effect.exit(this.actor.preStart(this.context) as Effect.Effect<unknown, unknown>)
+      yield* guard(() => this.actor.preRestart(this.context, this.state, cause), "preRestart")
+      const started = yield* Effect.exit(attempt(() => this.actor.preStart(this.context)))
       if (started._tag === "Failure") {
         yield* Effect.logError("preStart failed on restart; the actor is stopped", started.cause)
         return yield* this.terminate(false, false)
       }
       this.state = started.value
       this.status = Status.Running
-      yield* guard(this.actor.postRestart(this.context, this.state, cause), "postRestart")
+      yield* guard(() => this.actor.postRestart(this.context, this.state, cause), "postRestart")
     })
   }
 
@@ -441,7 +444,7 @@ export class ActorCell {
       yield* forced ? this.interruptChildren() : this.stopChildren()
       if (this.postStopPending) {
         this.postStopPending = false
-        yield* guard(this.actor.postStop(this.context, this.state), "postStop")
+        yield* guard(() => this.actor.postStop(this.context, this.state), "postStop")
       }
       this.status = Status.Terminated
       this.drainToDeadLetters()
@@ -551,9 +554,24 @@ export class ActorCell {
   }
 }
 
-const guard = (effect: Effect.Effect<void, never, any>, hook: string): Effect.Effect<void> =>
-  Effect.catchAllCause(effect as Effect.Effect<void>, (cause) =>
-    Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.logError(`${hook} failed`, cause)
+/**
+ * Calls a user handler. A handler that throws instead of returning an effect fails like a defect, so supervision
+ * sees it; the common path costs a try block, no allocation.
+ */
+const attempt = (handler: () => Effect.Effect<unknown, unknown, any>): Effect.Effect<unknown, unknown> => {
+  try {
+    return handler() as Effect.Effect<unknown, unknown>
+  } catch (defect) {
+    return Effect.die(defect)
+  }
+}
+
+/** Runs a lifecycle hook; its failure is logged, never propagated (interruption excepted). */
+const guard = (hook: () => Effect.Effect<void, never, any>, name: string): Effect.Effect<void> =>
+  Effect.catchAllCause(Effect.asVoid(attempt(hook)), (cause) =>
+    Cause.isInterruptedOnly(cause)
+      ? (Effect.failCause(cause) as Effect.Effect<never>)
+      : Effect.logError(`${name} failed`, cause)
   )
 
 const fromEither = <A, E>(either: Either.Either<A, E>, f: (a: A) => void): Effect.Effect<void, E> =>

@@ -1,0 +1,582 @@
+/**
+ * The entity runtime: one actor per awake entity, and a small registry that routes messages by id.
+ *
+ * Registry states per id: absent (asleep) → starting (a spawn is on its way; messages wait in `pending`) → running
+ * (messages go straight to the actor's mailbox) → draining (a sleep was asked for, or the incarnation is stopping;
+ * messages wait in `next`) → absent again when the actor's fiber has ended, or straight back to starting when messages
+ * waited in `next`. The transitions are synchronous (a sync `route`, a fiber observer on the actor's fiber), so a
+ * message is never routed to an incarnation that has begun to stop. Spawns run on a short-lived fiber of the
+ * registry's runtime, so that routing is synchronous for `ActorRef.tell` and `unsafeTell` alike.
+ */
+import * as DateTime from "effect/DateTime"
+import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import * as Option from "effect/Option"
+import { pipeArguments } from "effect/Pipeable"
+import * as Random from "effect/Random"
+import * as Runtime from "effect/Runtime"
+import type * as Scope from "effect/Scope"
+import * as Actor from "../Actor.js"
+import type { ActorRef } from "../ActorRef.js"
+import { ActorSystem, type ActorSystemService } from "../ActorSystem.js"
+import {
+  type Deadline,
+  type Input as DeadlineInput,
+  type InvalidDeadline,
+  isDeadline,
+  make as makeDeadline
+} from "../Deadline.js"
+import type { Command, Definition, Entity, EntityContext, EntityRegistry, RegistryStats } from "../Entity.js"
+import type { EntityTimers, PeriodicTimer } from "../EntityTimers.js"
+import type { LogContext } from "../LogContext.js"
+import type { Cancellable } from "../Scheduler.js"
+import type { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
+import type { ActorCell, CellRef } from "./actorCell.js"
+import { delayMillis, intervalMillis } from "./duration.js"
+import { currentState, GameClockState } from "./entityGameClock.js"
+import { OneShotEntry, PeriodicEntry, randomizedFirstDelay, type TimerOwner } from "./entityTimers.js"
+import { captureFrom, withoutParentSpan } from "./logContext.js"
+import { BaseRef, type Delivery } from "./refs.js"
+import { alreadyCancelled } from "./scheduler.js"
+
+export const TypeId: unique symbol = Symbol.for("tickwork/Entity")
+export const RegistryTypeId: unique symbol = Symbol.for("tickwork/EntityRegistry")
+
+// ------------------------------------------------------------------ definition
+
+const Proto = {
+  [TypeId]: TypeId,
+  pipe() {
+    // biome-ignore lint/complexity/noArguments: the Pipeable protocol
+    return pipeArguments(this, arguments)
+  }
+}
+
+export const make = <Model, Cmd extends Command, E, R>(
+  definition: Definition<Model, Cmd, E, R>
+): Entity<Model, Cmd, E, R> => {
+  const capacity = definition.mailboxCapacity
+  if (capacity !== undefined && !(Number.isInteger(capacity) && capacity > 0)) {
+    throw new RangeError(`mailbox capacity must be a positive integer, got ${capacity}`)
+  }
+  return Object.assign(Object.create(Proto), {
+    name: definition.name,
+    initialize: definition.initialize,
+    commands: definition.commands,
+    onSessionStart: definition.onSessionStart,
+    onShutdown: definition.onShutdown,
+    timers: definition.timers ?? [],
+    mailboxCapacity: capacity
+  })
+}
+
+/** A declarative timer with its durations decoded. */
+interface ResolvedTimer<Model, Cmd, E, R> {
+  readonly name: string
+  readonly interval: number
+  readonly initialDelay: number | undefined
+  readonly run: PeriodicTimer<Model, Cmd, E, R>["run"]
+}
+
+const resolveTimers = <Model, Cmd, E, R>(
+  timers: ReadonlyArray<PeriodicTimer<Model, Cmd, E, R>>
+): Effect.Effect<Array<ResolvedTimer<Model, Cmd, E, R>>, InvalidTimerInterval | InvalidTimerDelay> =>
+  Effect.forEach(timers, (timer, index) =>
+    Effect.suspend((): Effect.Effect<ResolvedTimer<Model, Cmd, E, R>, InvalidTimerInterval | InvalidTimerDelay> => {
+      const interval = intervalMillis(timer.interval)
+      if (Either.isLeft(interval)) return Effect.fail(interval.left)
+      const initialDelay = timer.initialDelay === undefined ? Either.right(undefined) : delayMillis(timer.initialDelay)
+      if (Either.isLeft(initialDelay)) return Effect.fail(initialDelay.left)
+      return Effect.succeed({
+        name: timer.name ?? `periodic-${index}`,
+        interval: interval.right,
+        initialDelay: initialDelay.right,
+        run: timer.run
+      })
+    })
+  )
+
+// ------------------------------------------------------------------ lifecycle messages
+
+class SessionStart {}
+class SleepRequest {}
+const SESSION_START = new SessionStart()
+const SLEEP = new SleepRequest()
+
+// ------------------------------------------------------------------ incarnation
+
+/** One incarnation of an entity: its model, its context and its timers. The actor's state is this object. */
+class Incarnation<Model, Cmd extends Command> implements TimerOwner {
+  model: Model = undefined as Model
+  initialized = false
+  stopping = false
+  readonly timers = new Set<PeriodicEntry | OneShotEntry>()
+  readonly context: EntityContext<Model, Cmd>
+
+  constructor(
+    readonly registry: RegistryImpl<Model, Cmd, any, any>,
+    readonly id: string,
+    readonly cell: ActorCell
+  ) {
+    this.context = makeContext(this)
+  }
+
+  get target(): ActorCell {
+    return this.cell
+  }
+
+  get driver() {
+    return this.cell.host.driver
+  }
+
+  release(entry: PeriodicEntry | OneShotEntry): void {
+    this.timers.delete(entry)
+  }
+
+  gameNow(): number {
+    return this.driver.now() + this.registry.clock.offsetMillis
+  }
+
+  /** Cancels every timer; from now on nothing new is armed. */
+  stopTimers(): void {
+    this.stopping = true
+    this.registry.incarnations.delete(this)
+    for (const timer of this.timers) timer.stop()
+    this.timers.clear()
+  }
+
+  startPeriodic(
+    name: string,
+    interval: number,
+    firstDelay: number,
+    message: unknown,
+    run: Effect.Effect<unknown, unknown>
+  ): Cancellable {
+    if (this.stopping) return alreadyCancelled
+    const entry = new PeriodicEntry(this, name, interval, message, run)
+    this.timers.add(entry)
+    return entry.start(firstDelay)
+  }
+
+  /** Arms a one-shot at `due` (engine time); the effect is the mailbox-full warning when it had to run at once. */
+  startOneShot(
+    effect: Effect.Effect<unknown, unknown>,
+    due: number,
+    deadline: number | undefined
+  ): Effect.Effect<Cancellable> {
+    if (this.stopping) return Effect.succeed(alreadyCancelled)
+    const entry = new OneShotEntry(this, effect, deadline, this.registry.clock)
+    this.timers.add(entry)
+    const warning = entry.arm(due)
+    return warning === undefined ? Effect.succeed(entry) : Effect.as(warning, entry)
+  }
+
+  /** Runs on the actor's fiber, which provides the entity's services: the requirement is erased here. */
+  handleCommand(command: Cmd): Effect.Effect<this, unknown> {
+    // suspended: a handler that throws, or a message that is not a command, fails the actor under its supervision
+    return Effect.suspend(() => {
+      const tag = (command as { readonly _tag?: unknown } | null | undefined)?._tag
+      const handler =
+        typeof tag === "string" ? (this.registry.entity.commands as Record<string, Function>)[tag] : undefined
+      if (handler === undefined) {
+        return Effect.dieMessage(`entity ${this.registry.kind}: no handler for command ${JSON.stringify(tag)}`)
+      }
+      return Effect.map(handler(command, this.model, this.context) as Effect.Effect<Model, unknown>, (model) => {
+        this.model = model
+        return this
+      })
+    })
+  }
+
+  receive(message: unknown): Effect.Effect<this, unknown> {
+    if (message === SLEEP) return Effect.as(this.cell.context.stop(this.cell.ref), this)
+    if (message === SESSION_START) {
+      const onSessionStart = this.registry.entity.onSessionStart
+      if (onSessionStart === undefined) return Effect.succeed(this)
+      return Effect.map(
+        Effect.suspend(() => onSessionStart(this.model, this.context) as Effect.Effect<Model, unknown>),
+        (model) => {
+          this.model = model
+          return this
+        }
+      )
+    }
+    return this.handleCommand(message as Cmd)
+  }
+
+  /** postStop: timers first, then the registry learns that this incarnation is going, then `onShutdown`. */
+  shutdown(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      this.stopTimers()
+      this.registry.incarnationStopping(this)
+      const onShutdown = this.registry.entity.onShutdown
+      return this.initialized && onShutdown !== undefined
+        ? (onShutdown(this.model, this.context) as Effect.Effect<void>)
+        : Effect.void
+    })
+  }
+}
+
+// ------------------------------------------------------------------ context
+
+const makeContext = <Model, Cmd extends Command>(inc: Incarnation<Model, Cmd>): EntityContext<Model, Cmd> => {
+  const commandTimer = (interval: number, firstDelay: number, command: Cmd): Cancellable =>
+    inc.startPeriodic(
+      command._tag,
+      interval,
+      firstDelay,
+      command,
+      Effect.suspend(() => inc.handleCommand(command))
+    )
+
+  const startPeriodicTimer = (
+    ...args: [Duration.DurationInput, Cmd] | [Duration.DurationInput, Duration.DurationInput, Cmd]
+  ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay> =>
+    Effect.suspend((): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay> => {
+      const [initialDelay, interval, command] = args.length === 2 ? [undefined, args[0], args[1]] : args
+      const every = intervalMillis(interval)
+      if (Either.isLeft(every)) return Effect.fail(every.left)
+      const first = initialDelay === undefined ? Either.right(every.right) : delayMillis(initialDelay)
+      if (Either.isLeft(first)) return Effect.fail(first.left)
+      return Effect.sync(() => commandTimer(every.right, first.right, command))
+    })
+
+  /** An absolute one-shot: armed on the engine at `deadline - offset`. */
+  const armAt = (time: DeadlineInput, effect: Effect.Effect<unknown, unknown>) =>
+    Either.match(makeDeadline(time), {
+      onLeft: Effect.fail,
+      onRight: (deadline) =>
+        Effect.suspend(() =>
+          inc.startOneShot(effect, deadline.epochMillis - inc.registry.clock.offsetMillis, deadline.epochMillis)
+        )
+    })
+
+  const withContext = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<Effect.Effect<A, E>, never, R> =>
+    Effect.map(Effect.context<R>(), (context) => Effect.provide(effect, withoutParentSpan(context)))
+
+  const context: EntityContext<Model, Cmd> = {
+    id: inc.id,
+    kind: inc.registry.kind,
+    self: inc.cell.ref as ActorRef<Cmd>,
+    model: Effect.suspend(() =>
+      inc.initialized
+        ? Effect.succeed(inc.model)
+        : Effect.dieMessage(`entity ${inc.registry.kind}/${inc.id}: the model was read before initialize returned it`)
+    ),
+    currentTimeMillis: Effect.sync(() => inc.gameNow()),
+    now: Effect.sync(() => DateTime.unsafeMake(inc.gameNow())),
+    send: (command) => inc.cell.ref.tell(command),
+    sleep: Effect.sync(() => {
+      inc.registry.requestSleep(inc.id, inc.cell)
+    }),
+    startPeriodicTimer: startPeriodicTimer as EntityTimers<Cmd>["startPeriodicTimer"],
+    startRandomizedPeriodicTimer: (interval, command) =>
+      Effect.suspend(() => {
+        const every = intervalMillis(interval)
+        if (Either.isLeft(every)) return Effect.fail(every.left)
+        return Effect.map(Random.next, (u) => commandTimer(every.right, randomizedFirstDelay(every.right, u), command))
+      }),
+    scheduleExecuteOnActorContext: (at, effect) =>
+      Effect.flatMap(withContext(effect), (run): Effect.Effect<Cancellable, InvalidTimerDelay | InvalidDeadline> => {
+        if (DateTime.isDateTime(at) || isDeadline(at)) return armAt(at, run)
+        return Either.match(delayMillis(at), {
+          onLeft: Effect.fail,
+          onRight: (delay) => Effect.suspend(() => inc.startOneShot(run, inc.driver.now() + delay, undefined))
+        })
+      }),
+    scheduleExecuteOnActorContextAt: (time, effect) => Effect.flatMap(withContext(effect), (run) => armAt(time, run)),
+    checkDeadline: <E, R>(options: {
+      readonly deadline: (model: Model) => Deadline | undefined
+      readonly onDue: (model: Model) => Effect.Effect<unknown, E, R>
+    }) =>
+      Effect.flatMap(Effect.context<R>(), (services) => {
+        const check: Effect.Effect<Option.Option<Cancellable>, E> = Effect.suspend(() => {
+          if (!inc.initialized) return Effect.flatMap(context.model, () => Effect.succeedNone)
+          const deadline = options.deadline(inc.model)
+          if (deadline === undefined) return Effect.succeedNone
+          if (inc.gameNow() >= deadline.epochMillis) {
+            return Effect.as(Effect.provide(options.onDue(inc.model), services), Option.none())
+          }
+          // Ahead: one-shot at the deadline that runs this same check again, re-reading the model.
+          return Effect.map(
+            inc.startOneShot(check, deadline.epochMillis - inc.registry.clock.offsetMillis, deadline.epochMillis),
+            Option.some
+          )
+        })
+        return check
+      })
+  }
+  return context
+}
+
+// ------------------------------------------------------------------ the actor of one entity
+
+const makeActor = <Model, Cmd extends Command, E, R>(
+  registry: RegistryImpl<Model, Cmd, E, R>,
+  id: string
+): Actor.Actor<unknown, Incarnation<Model, Cmd>, E, R> => {
+  const entity = registry.entity
+  const actor = Actor.make<unknown>()<Incarnation<Model, Cmd>, E, R>({
+    preStart: (actorContext) =>
+      Effect.suspend(() => {
+        const inc = new Incarnation<Model, Cmd>(registry, id, (actorContext.self as CellRef<unknown>).cell)
+        registry.incarnations.add(inc)
+        return entity.initialize(id, inc.context).pipe(
+          Effect.flatMap((model) => {
+            inc.model = model
+            inc.initialized = true
+            return registry.armDeclarative(inc)
+          }),
+          Effect.as(inc),
+          // A failed start cancels what initialize may have armed; the actor stops without postStop.
+          Effect.onError(() => Effect.sync(() => inc.stopTimers()))
+        )
+      }),
+    receive: (message, _actorContext, inc) => inc.receive(message) as Effect.Effect<Incarnation<Model, Cmd>, E, R>,
+    postStop: (_actorContext, inc) => inc.shutdown() as Effect.Effect<void, never, R>,
+    preRestart: (_actorContext, inc) => Effect.sync(() => inc.stopTimers())
+  })
+  return entity.mailboxCapacity === undefined ? actor : Actor.withMailboxCapacity(actor, entity.mailboxCapacity)
+}
+
+// ------------------------------------------------------------------ registry
+
+interface Waiting {
+  readonly message: unknown
+  readonly logContext: LogContext | undefined
+}
+
+class Entry {
+  cell: ActorCell | undefined = undefined
+  draining = false
+  /** For the incarnation being spawned. */
+  pending: Array<Waiting> = []
+  /** For the next incarnation (routed while this one is going to sleep). */
+  readonly next: Array<Waiting> = []
+  readonly ended: Deferred.Deferred<void> = Deferred.unsafeMake(FiberId.none)
+
+  constructor(readonly id: string) {}
+}
+
+const actorName = (kind: string, id: string): string => `${encodeURIComponent(kind)}:${encodeURIComponent(id)}`
+
+class RoutingRef<Cmd> extends BaseRef<Cmd> {
+  constructor(
+    private readonly registry: RegistryImpl<any, any, any, any>,
+    private readonly id: string
+  ) {
+    super()
+  }
+
+  get path(): string {
+    return `/user/${actorName(this.registry.kind, this.id)}`
+  }
+
+  deliver(message: Cmd, _sender: ActorRef<any> | undefined, logContext: LogContext | undefined): Delivery {
+    return this.registry.route(this.id, message, logContext)
+  }
+}
+
+export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityRegistry<Cmd> {
+  readonly [RegistryTypeId]: typeof RegistryTypeId = RegistryTypeId
+  readonly entries = new Map<string, Entry>()
+  readonly incarnations = new Set<Incarnation<Model, Cmd>>()
+  private closed = false
+
+  constructor(
+    readonly entity: Entity<Model, Cmd, E, R>,
+    private readonly declarative: ReadonlyArray<ResolvedTimer<Model, Cmd, E, R>>,
+    private readonly system: ActorSystemService,
+    private readonly runtime: Runtime.Runtime<R>,
+    readonly clock: GameClockState
+  ) {}
+
+  get kind(): string {
+    return this.entity.name
+  }
+
+  pipe() {
+    // biome-ignore lint/complexity/noArguments: the Pipeable protocol
+    return pipeArguments(this, arguments)
+  }
+
+  // ---------------------------------------------------------------- routing
+
+  route(id: string, message: unknown, logContext: LogContext | undefined): Delivery {
+    if (this.closed) {
+      this.deadLetter(message)
+      return "stopped"
+    }
+    const entry = this.entries.get(id) ?? this.wake(id, [])
+    if (entry.draining) entry.next.push({ message, logContext })
+    else if (entry.cell === undefined) entry.pending.push({ message, logContext })
+    else return entry.cell.deliver(message, undefined, logContext)
+    return "delivered"
+  }
+
+  private wake(id: string, pending: Array<Waiting>): Entry {
+    const entry = new Entry(id)
+    entry.pending = pending
+    this.entries.set(id, entry)
+    Runtime.runFork(this.runtime)(this.spawn(entry))
+    return entry
+  }
+
+  private spawn(entry: Entry): Effect.Effect<void, never, R> {
+    return Effect.matchCauseEffect(this.system.spawn(makeActor(this, entry.id), actorName(this.kind, entry.id)), {
+      onFailure: (cause) =>
+        Effect.zipRight(
+          Effect.logWarning(`entity ${this.kind}/${entry.id} could not start; its messages go to dead letters`, cause),
+          Effect.sync(() => this.ended(entry))
+        ),
+      onSuccess: (ref) =>
+        Effect.suspend(() => {
+          const cell = (ref as CellRef<unknown>).cell
+          entry.cell = cell
+          const pending = entry.pending
+          entry.pending = []
+          for (const waiting of pending) cell.deliver(waiting.message, undefined, waiting.logContext)
+          const fiber = cell.fiber
+          if (fiber === undefined) return Effect.sync(() => this.ended(entry))
+          fiber.addObserver(() => this.ended(entry))
+          // The registry closed while this spawn was on its way.
+          return this.closed ? Fiber.interrupt(fiber) : Effect.void
+        })
+    })
+  }
+
+  /** The incarnation's fiber has ended (or its spawn failed): forget it, and wake the next one if messages wait. */
+  private ended(entry: Entry): void {
+    if (this.entries.get(entry.id) === entry) this.entries.delete(entry.id)
+    Deferred.unsafeDone(entry.ended, Effect.void)
+    const waiting = entry.pending.concat(entry.next)
+    entry.pending = []
+    entry.next.length = 0
+    if (waiting.length === 0) return
+    if (this.closed || entry.cell === undefined) {
+      for (const w of waiting) this.deadLetter(w.message)
+    } else {
+      this.wake(entry.id, waiting)
+    }
+  }
+
+  /** Asks the current incarnation of `id` (or the one whose actor is `cell`) to sleep after its queued messages. */
+  requestSleep(id: string, cell?: ActorCell): Entry | undefined {
+    const entry = this.entries.get(id)
+    // `cell`: only if it is still the current incarnation (undefined while its spawn has not reported back yet)
+    if (entry === undefined || (cell !== undefined && entry.cell !== undefined && entry.cell !== cell)) return undefined
+    if (!entry.draining) {
+      entry.draining = true
+      if (entry.cell === undefined) entry.pending.push({ message: SLEEP, logContext: undefined })
+      else if (entry.cell.mailbox.isFull) entry.cell.mailbox.offerSystem(SLEEP)
+      else entry.cell.deliver(SLEEP, undefined, undefined)
+    }
+    return entry
+  }
+
+  /** postStop of an incarnation: from now on messages wait for the next one. */
+  incarnationStopping(inc: Incarnation<Model, Cmd>): void {
+    const entry = this.entries.get(inc.id)
+    if (entry !== undefined && entry.cell === inc.cell) entry.draining = true
+  }
+
+  private deadLetter(message: unknown): void {
+    if (message !== SLEEP && message !== SESSION_START) this.system.deadLetters.unsafeTell(message)
+  }
+
+  // ---------------------------------------------------------------- timers
+
+  armDeclarative(inc: Incarnation<Model, Cmd>): Effect.Effect<void> {
+    if (this.declarative.length === 0) return Effect.void
+    return Effect.forEach(
+      this.declarative,
+      (timer) => {
+        const start = (firstDelay: number) =>
+          inc.startPeriodic(
+            timer.name,
+            timer.interval,
+            firstDelay,
+            undefined,
+            Effect.suspend(() =>
+              Effect.map(timer.run(inc.model, inc.context) as Effect.Effect<Model, unknown>, (model) => {
+                inc.model = model
+              })
+            )
+          )
+        return timer.initialDelay === undefined
+          ? Effect.map(Random.next, (u) => start(randomizedFirstDelay(timer.interval, u)))
+          : Effect.sync(() => start(timer.initialDelay!))
+      },
+      { discard: true }
+    )
+  }
+
+  // ---------------------------------------------------------------- the public interface
+
+  // The public methods are bound, so they can be passed around: `Effect.forEach(ids, players.sleep)`.
+
+  readonly tell = (id: string, command: Cmd): Effect.Effect<void> =>
+    Effect.withFiberRuntime((fiber) => {
+      this.route(id, command, captureFrom(fiber))
+      return Effect.void
+    })
+
+  readonly startSession = (id: string): Effect.Effect<void> =>
+    Effect.withFiberRuntime((fiber) => {
+      this.route(id, SESSION_START, captureFrom(fiber))
+      return Effect.void
+    })
+
+  readonly sleep = (id: string): Effect.Effect<void> =>
+    Effect.withFiberRuntime((fiber) => {
+      const entry = this.requestSleep(id)
+      // From inside the entity itself, waiting would deadlock: it sleeps after the current message.
+      if (entry === undefined || (entry.cell !== undefined && entry.cell.fiber === fiber)) return Effect.void
+      return Deferred.await(entry.ended)
+    })
+
+  readonly ref = (id: string): ActorRef<Cmd> => new RoutingRef<Cmd>(this, id)
+
+  readonly isAwake = (id: string): Effect.Effect<boolean> => Effect.sync(() => this.entries.has(id))
+
+  readonly stats: Effect.Effect<RegistryStats> = Effect.sync(() => {
+    let timers = 0
+    for (const inc of this.incarnations) timers += inc.timers.size
+    let waiting = 0
+    for (const entry of this.entries.values()) waiting += entry.pending.length + entry.next.length
+    return { awake: this.entries.size, timers, waiting }
+  })
+
+  /**
+   * The scope closes: no more routing, and every awake entity stops now, as at system shutdown: a handler in flight is
+   * interrupted, `onShutdown` runs, what is still queued goes to dead letters.
+   */
+  readonly close: Effect.Effect<void> = Effect.suspend(() => {
+    this.closed = true
+    const entries = Array.from(this.entries.values())
+    const fibers: Array<Fiber.RuntimeFiber<void, never>> = []
+    for (const entry of entries) if (entry.cell?.fiber !== undefined) fibers.push(entry.cell.fiber)
+    return Effect.zipRight(
+      Fiber.interruptAll(fibers),
+      Effect.forEach(entries, (entry) => Deferred.await(entry.ended), { discard: true })
+    )
+  })
+}
+
+export const makeRegistry = <Model, Cmd extends Command, E, R>(
+  entity: Entity<Model, Cmd, E, R>
+): Effect.Effect<EntityRegistry<Cmd>, InvalidTimerInterval | InvalidTimerDelay, R | ActorSystem | Scope.Scope> =>
+  Effect.gen(function* () {
+    const declarative = yield* resolveTimers(entity.timers)
+    const system = yield* ActorSystem
+    const runtime = yield* Effect.runtime<R>()
+    const fallback = yield* Effect.clock
+    const clock = Option.getOrElse(yield* currentState, () => new GameClockState(fallback))
+    const registry = new RegistryImpl(entity, declarative, system, runtime, clock)
+    yield* Effect.addFinalizer(() => registry.close)
+    return registry
+  })

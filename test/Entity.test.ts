@@ -1,0 +1,288 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Layer, TestClock } from "effect"
+import { ActorRef, ActorSystem, EventStream } from "tickwork"
+import { TestProbe } from "tickwork/testkit"
+import * as Entity from "../src/Entity.js"
+
+const SystemLive = ActorSystem.layer({ name: "entities" })
+
+interface Model {
+  readonly incarnation: number
+  readonly gold: number
+  readonly log: ReadonlyArray<string>
+}
+
+type Cmd =
+  | { readonly _tag: "AddGold"; readonly amount: number }
+  | { readonly _tag: "Get"; readonly replyTo: ActorRef.ActorRef<Model> }
+  | { readonly _tag: "SlowAdd"; readonly amount: number; readonly millis: number }
+  | { readonly _tag: "SleepNow" }
+  | { readonly _tag: "SendSelf"; readonly amount: number }
+  | { readonly _tag: "Boom" }
+
+/** A player kind that reports its lifecycle to a probe as "<id>:<event>@<incarnation>". */
+const makePlayer = (probe: TestProbe.TestProbe<string>, options: { readonly periodic?: boolean } = {}) => {
+  const incarnations = new Map<string, number>()
+  const note = (id: string, model: Model, event: string) => probe.ref.tell(`${id}:${event}@${model.incarnation}`)
+  return Entity.make<Model, Cmd>()({
+    name: "Player",
+    initialize: (id) =>
+      Effect.suspend(() => {
+        const incarnation = (incarnations.get(id) ?? 0) + 1
+        incarnations.set(id, incarnation)
+        const model: Model = { incarnation, gold: 0, log: [] }
+        return Effect.as(note(id, model, "initialize"), model)
+      }),
+    commands: {
+      AddGold: (cmd, model) => Effect.succeed({ ...model, gold: model.gold + cmd.amount }),
+      Get: (cmd, model) => Effect.as(cmd.replyTo.tell(model), model),
+      SlowAdd: (cmd, model) =>
+        Effect.as(Effect.sleep(cmd.millis), { ...model, gold: model.gold + cmd.amount, log: [...model.log, "slow"] }),
+      SleepNow: (_cmd, model, ctx) => Effect.as(ctx.sleep, model),
+      SendSelf: (cmd, model, ctx) => Effect.as(ctx.send({ _tag: "AddGold", amount: cmd.amount }), model),
+      Boom: () => Effect.die("boom")
+    },
+    onSessionStart: (model, ctx) =>
+      Effect.as(note(ctx.id, model, "session"), { ...model, log: [...model.log, "session"] }),
+    onShutdown: (model, ctx) => note(ctx.id, model, `shutdown(gold=${model.gold})`),
+    timers: options.periodic === true ? [{ name: "poll", interval: "1 minute", run: (m) => Effect.succeed(m) }] : []
+  })
+}
+
+const getModel = (registry: Entity.EntityRegistry<Cmd>, id: string) =>
+  ActorRef.ask(registry.ref(id), (replyTo: ActorRef.ActorRef<Model>) => ({ _tag: "Get", replyTo }) as const)
+
+describe("Entity registry", () => {
+  it.effect("routing a message wakes the entity on demand; initialize runs once; commands run in order", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const players = yield* Entity.makeRegistry(makePlayer(probe))
+      assert.isFalse(yield* players.isAwake("p1"))
+      yield* players.tell("p1", { _tag: "AddGold", amount: 2 })
+      yield* players.tell("p1", { _tag: "AddGold", amount: 3 })
+      assert.isTrue(yield* players.isAwake("p1"))
+      const model = yield* getModel(players, "p1")
+      assert.strictEqual(model.gold, 5)
+      assert.deepStrictEqual(
+        (yield* probe.receiveAll).map((r) => r.message),
+        ["p1:initialize@1"]
+      )
+      assert.strictEqual(players.ref("p1").path, "/user/Player:p1")
+      assert.isTrue(Entity.isEntityRegistry(players))
+      assert.isFalse(Entity.isEntityRegistry({}))
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect("entities are independent; ids with '/' or '$' are fine", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const players = yield* Entity.makeRegistry(makePlayer(probe))
+      yield* players.tell("a/b", { _tag: "AddGold", amount: 1 })
+      yield* players.tell("$x", { _tag: "AddGold", amount: 7 })
+      assert.strictEqual((yield* getModel(players, "a/b")).gold, 1)
+      assert.strictEqual((yield* getModel(players, "$x")).gold, 7)
+      assert.strictEqual((yield* players.stats).awake, 2)
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect("session start is an explicit message and wakes a sleeping entity", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const players = yield* Entity.makeRegistry(makePlayer(probe))
+      yield* players.startSession("p1")
+      assert.deepStrictEqual((yield* getModel(players, "p1")).log, ["session"])
+      assert.deepStrictEqual(
+        (yield* probe.receiveAll).map((r) => r.message),
+        ["p1:initialize@1", "p1:session@1"]
+      )
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect("sleep runs the shutdown hook and stops the actor; the next message wakes a new incarnation", () =>
+    Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const probe = yield* TestProbe.make<string>()
+      const players = yield* Entity.makeRegistry(makePlayer(probe))
+      yield* players.tell("p1", { _tag: "AddGold", amount: 5 })
+      yield* players.sleep("p1")
+      assert.isFalse(yield* players.isAwake("p1"))
+      assert.strictEqual((yield* system.stats).actors, 0)
+      yield* players.sleep("p1") // a no-op for a sleeping entity
+      assert.strictEqual((yield* getModel(players, "p1")).incarnation, 2)
+      assert.deepStrictEqual(
+        (yield* probe.receiveAll).map((r) => r.message),
+        ["p1:initialize@1", "p1:shutdown(gold=5)@1", "p1:initialize@2"]
+      )
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect("messages routed while the entity goes to sleep wait and wake a new incarnation; nothing is lost", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const players = yield* Entity.makeRegistry(makePlayer(probe))
+      const deadLetters = yield* TestProbe.make<EventStream.DeadLetter>()
+      const system = yield* ActorSystem.ActorSystem
+      yield* system.eventStream.subscribe(deadLetters.ref, EventStream.DeadLetter)
+      // a slow command is running when the sleep is asked for; more commands arrive while the entity goes to sleep
+      yield* players.tell("p1", { _tag: "SlowAdd", amount: 1, millis: 100 })
+      yield* players.tell("p1", { _tag: "AddGold", amount: 10 }) // queued before the sleep: handled by incarnation 1
+      const sleeping = yield* Effect.fork(players.sleep("p1"))
+      yield* TestClock.adjust(0) // the sleep request is registered; the slow command is running
+      yield* players.tell("p1", { _tag: "AddGold", amount: 100 }) // waits for incarnation 2
+      yield* players.tell("p1", { _tag: "AddGold", amount: 1000 })
+      assert.strictEqual((yield* players.stats).waiting, 2)
+      yield* TestClock.adjust("100 millis")
+      yield* sleeping
+      const model = yield* getModel(players, "p1")
+      assert.strictEqual(model.incarnation, 2)
+      assert.strictEqual(model.gold, 1100)
+      assert.deepStrictEqual(
+        (yield* probe.receiveAll).map((r) => r.message),
+        ["p1:initialize@1", "p1:shutdown(gold=11)@1", "p1:initialize@2"]
+      )
+      assert.deepStrictEqual(yield* deadLetters.receiveAll, [])
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect("an entity can put itself to sleep; what is already queued is handled first", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const players = yield* Entity.makeRegistry(makePlayer(probe))
+      yield* players.tell("p1", { _tag: "SlowAdd", amount: 1, millis: 50 })
+      yield* players.tell("p1", { _tag: "SleepNow" })
+      yield* players.tell("p1", { _tag: "AddGold", amount: 2 }) // queued before SleepNow runs: incarnation 1
+      yield* TestClock.adjust("50 millis")
+      assert.isFalse(yield* players.isAwake("p1"))
+      assert.deepStrictEqual(
+        (yield* probe.receiveAll).map((r) => r.message),
+        ["p1:initialize@1", "p1:shutdown(gold=3)@1"]
+      )
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect("a command an entity sends itself goes to the running actor, never through the registry", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const players = yield* Entity.makeRegistry(makePlayer(probe))
+      yield* players.tell("p1", { _tag: "SendSelf", amount: 4 })
+      // the self-sent command is queued behind the Get that was already routed
+      assert.strictEqual((yield* getModel(players, "p1")).gold, 0)
+      assert.strictEqual((yield* getModel(players, "p1")).gold, 4)
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect("a failing handler restarts the entity (guardian default): initialize runs again", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const players = yield* Entity.makeRegistry(makePlayer(probe, { periodic: true }))
+      yield* players.tell("p1", { _tag: "AddGold", amount: 5 })
+      yield* players.tell("p1", { _tag: "Boom" })
+      const model = yield* getModel(players, "p1")
+      assert.strictEqual(model.incarnation, 2)
+      assert.strictEqual(model.gold, 0)
+      assert.strictEqual((yield* players.stats).timers, 1, "the old incarnation's timer is gone, the new one armed")
+      const system = yield* ActorSystem.ActorSystem
+      assert.strictEqual((yield* system.stats).engineEntries, 1)
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect("with guardian 'stop', a failed entity leaves the registry and the next message wakes it", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const players = yield* Entity.makeRegistry(makePlayer(probe))
+      yield* players.tell("p1", { _tag: "Boom" })
+      yield* TestClock.adjust(0)
+      assert.isFalse(yield* players.isAwake("p1"))
+      assert.strictEqual((yield* getModel(players, "p1")).incarnation, 2)
+    }).pipe(Effect.scoped, Effect.provide(ActorSystem.layer({ name: "stopping", guardian: "stop" })))
+  )
+
+  it.effect("closing the registry's scope stops every entity (onShutdown runs); the system is left empty", () =>
+    Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const probe = yield* TestProbe.make<string>()
+      yield* Effect.gen(function* () {
+        const players = yield* Entity.makeRegistry(makePlayer(probe, { periodic: true }))
+        yield* players.tell("p1", { _tag: "AddGold", amount: 1 })
+        yield* players.tell("p2", { _tag: "AddGold", amount: 2 })
+        yield* TestClock.adjust(0)
+        assert.strictEqual((yield* system.stats).engineEntries, 2)
+      }).pipe(Effect.scoped)
+      const stats = yield* system.stats
+      assert.strictEqual(stats.actors, 0)
+      assert.strictEqual(stats.timers, 0)
+      assert.strictEqual(stats.engineEntries, 0)
+      const messages = (yield* probe.receiveAll).map((r) => r.message)
+      assert.includeMembers(messages, ["p1:shutdown(gold=1)@1", "p2:shutdown(gold=2)@1"])
+    }).pipe(Effect.provide(SystemLive))
+  )
+
+  it.effect("system shutdown runs the shutdown hooks and leaves no fiber, timer or engine entry", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const stats = yield* Effect.gen(function* () {
+        const system = yield* ActorSystem.ActorSystem
+        const players = yield* Entity.makeRegistry(makePlayer(probe, { periodic: true }))
+        yield* players.tell("p1", { _tag: "AddGold", amount: 1 })
+        yield* TestClock.adjust(0)
+        yield* system.shutdown
+        yield* players.tell("p2", { _tag: "AddGold", amount: 2 }) // after shutdown: a dead letter, no spawn
+        yield* TestClock.adjust(0)
+        assert.deepStrictEqual(yield* players.stats, { awake: 0, timers: 0, waiting: 0 })
+        return yield* system.stats
+      }).pipe(Effect.scoped, Effect.provide(SystemLive))
+      assert.strictEqual(stats.fibers, 0)
+      assert.strictEqual(stats.timers, 0)
+      assert.strictEqual(stats.engineEntries, 0)
+      assert.includeMembers(
+        (yield* probe.receiveAll).map((r) => r.message),
+        ["p1:shutdown(gold=1)@1"]
+      )
+    })
+  )
+
+  it.effect("a bad declarative timer fails makeRegistry with a typed error", () =>
+    Effect.gen(function* () {
+      const kind = (interval: number, initialDelay?: number) =>
+        Entity.make<number, never>()({
+          name: "Bad",
+          initialize: () => Effect.succeed(0),
+          commands: {},
+          timers: [{ interval, initialDelay, run: (m) => Effect.succeed(m) }]
+        })
+      const zero = yield* Effect.flip(Entity.makeRegistry(kind(0)))
+      assert.strictEqual(zero._tag, "InvalidTimerInterval")
+      const nan = yield* Effect.flip(Entity.makeRegistry(kind(Number.NaN)))
+      assert.strictEqual(nan._tag, "InvalidTimerInterval")
+      const negativeDelay = yield* Effect.flip(Entity.makeRegistry(kind(1000, -1)))
+      assert.strictEqual(negativeDelay._tag, "InvalidTimerDelay")
+      const exit = yield* Effect.exit(Entity.makeRegistry(kind(1000, 0)))
+      assert.isTrue(Exit.isSuccess(exit))
+      assert.throws(() =>
+        Entity.make<number, never>()({
+          name: "X",
+          initialize: () => Effect.succeed(0),
+          commands: {},
+          mailboxCapacity: 0
+        })
+      )
+      assert.isTrue(Entity.isEntity(kind(1)))
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect("two systems, two registries: independent", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const run = Effect.gen(function* () {
+        const players = yield* Entity.makeRegistry(makePlayer(probe))
+        yield* players.tell("p1", { _tag: "AddGold", amount: 1 })
+        return (yield* getModel(players, "p1")).gold
+      }).pipe(Effect.scoped)
+      const both = yield* Effect.all([
+        Effect.provide(run, SystemLive),
+        Effect.provide(run, Layer.fresh(ActorSystem.layer({ name: "other" })))
+      ])
+      assert.deepStrictEqual(both, [1, 1])
+    })
+  )
+})
