@@ -53,10 +53,10 @@ export interface GrainProps<Msg> extends GrainTimers<Msg> {
   readonly tellGrain: <M>(
     kind: Grain<M, any, any, any>,
     key: string,
-    message: M
+    message: NoInfer<M>
   ) => Effect.Effect<void, UnknownGrainKind>
   /** Tells an actor. */
-  readonly tellActor: <M>(actor: ActorRef<M>, message: M) => Effect.Effect<void>
+  readonly tellActor: <M>(actor: ActorRef<M>, message: NoInfer<M>) => Effect.Effect<void>
 }
 
 /**

@@ -33,7 +33,7 @@ export interface GrainsService {
   readonly tell: <Msg>(
     kind: Grain<Msg, any, any, any>,
     key: string,
-    message: Msg
+    message: NoInfer<Msg>
   ) => Effect.Effect<void, UnknownGrainKind>
   /**
    * Sends `message` and waits for the grain's signal: `reply(value)` succeeds with `value`, `noErr` (or no signal)

@@ -207,6 +207,7 @@ describe("Entity registry", () => {
         yield* players.tell("p2", { _tag: "AddGold", amount: 2 })
         yield* TestClock.adjust(0)
         assert.strictEqual((yield* system.stats).engineEntries, 2)
+        assert.strictEqual((yield* system.stats).timers, 2, "entity timers count in the system's stats")
       }).pipe(Effect.scoped)
       const stats = yield* system.stats
       assert.strictEqual(stats.actors, 0)

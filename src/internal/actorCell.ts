@@ -32,6 +32,15 @@ import { BaseRef, type Delivery } from "./refs.js"
 import { MailboxTick } from "./tick.js"
 import type { TimerDriver } from "./timerDriver.js"
 
+/**
+ * The timers a runtime built on an actor keeps for one incarnation (an entity's, a Spot's). Registered on the cell, it
+ * is stopped together with the incarnation's own timers at stop and restart, and counted in the system's stats.
+ */
+export interface TimerTable {
+  readonly size: number
+  stopTimers(): void
+}
+
 /** What a cell needs from its system. */
 export interface CellHost {
   readonly driver: TimerDriver
@@ -200,6 +209,7 @@ export class ActorCell {
   readonly mailbox: Mailbox
   readonly children = new Map<string, ActorCell>()
   readonly timers = new Map<string, ActorTimer>()
+  readonly timerTables = new Set<TimerTable>()
   readonly done: Deferred.Deferred<void> = Deferred.unsafeMake(FiberId.none)
   readonly context: ActorContext<any>
   fiber: Fiber.RuntimeFiber<void, never> | undefined = undefined
@@ -510,6 +520,8 @@ export class ActorCell {
     }
     this.timers.clear()
     this.clearReceiveTimeout()
+    for (const table of this.timerTables) table.stopTimers()
+    this.timerTables.clear()
   }
 
   removeTimer(timer: ActorTimer): void {

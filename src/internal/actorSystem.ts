@@ -290,7 +290,10 @@ export class SystemImpl implements CellHost, SchedulerHost {
 
   private stats(): Stats {
     let timers = this.scheduled.size
-    for (const cell of this.cells) timers += cell.timers.size + (cell.receiveTimeout === undefined ? 0 : 1)
+    for (const cell of this.cells) {
+      timers += cell.timers.size + (cell.receiveTimeout === undefined ? 0 : 1)
+      for (const table of cell.timerTables) timers += table.size
+    }
     return {
       actors: this.cells.size,
       fibers: this.fibers.size + (this.driverFiber !== undefined && this.driverFiber.unsafePoll() === null ? 1 : 0),
@@ -317,8 +320,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
           this.scheduled.clear()
           this.byReference.clear()
           for (const cell of this.cells) cell.cancelTimers()
-          this.driver.close()
-          const fibers: Array<Fiber.RuntimeFiber<unknown, unknown>> = Array.from(this.fibers)
+          const fibers: Array<Fiber.RuntimeFiber<unknown, unknown>> = [...this.driver.close(), ...this.fibers]
           if (this.driverFiber !== undefined) fibers.push(this.driverFiber)
           return Fiber.interruptAll(fibers)
         })

@@ -35,7 +35,7 @@ import type { EntityTimers, PeriodicTimer } from "../EntityTimers.js"
 import type { LogContext } from "../LogContext.js"
 import type { Cancellable } from "../Scheduler.js"
 import type { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
-import type { ActorCell, CellRef } from "./actorCell.js"
+import type { ActorCell, CellRef, TimerTable } from "./actorCell.js"
 import { delayMillis, intervalMillis } from "./duration.js"
 import { currentState, GameClockState } from "./entityGameClock.js"
 import { OneShotEntry, PeriodicEntry, randomizedFirstDelay, type TimerOwner } from "./entityTimers.js"
@@ -110,7 +110,7 @@ const SLEEP = new SleepRequest()
 // ------------------------------------------------------------------ incarnation
 
 /** One incarnation of an entity: its model, its context and its timers. The actor's state is this object. */
-class Incarnation<Model, Cmd extends Command> implements TimerOwner {
+class Incarnation<Model, Cmd extends Command> implements TimerOwner, TimerTable {
   model: Model = undefined as Model
   initialized = false
   stopping = false
@@ -123,6 +123,12 @@ class Incarnation<Model, Cmd extends Command> implements TimerOwner {
     readonly cell: ActorCell
   ) {
     this.context = makeContext(this)
+    // the cell stops these timers with the incarnation's own, at stop and restart
+    cell.timerTables.add(this)
+  }
+
+  get size(): number {
+    return this.timers.size
   }
 
   get target(): ActorCell {

@@ -1,14 +1,24 @@
 /**
- * The one fiber that drives an ActorSystem's timers.
+ * The fibers that drive an ActorSystem's timers.
  *
- * It sleeps through Effect's `Clock` until the nearest deadline in the heap, raced with a wake-up that `schedule`
- * triggers when an earlier timer arrives. Under `TestClock` the sleep is virtual, so tests drive every timer kind by
- * adjusting the clock. A timer is a record (`TimerEntry`), never a fiber: firing one is a method call that offers a
- * tick to a mailbox or forks a task, so a slow consumer never stalls the driver.
+ * The primary fiber sleeps through Effect's `Clock` until the nearest deadline in the heap, fires what is due, and
+ * sleeps again: one plain `Clock.sleep` per turn, no race and no fork, so a turn is cheap. Under `TestClock` the sleep
+ * is virtual, so tests drive every timer kind by adjusting the clock.
+ *
+ * A timer that arrives earlier than the primary's planned wake-up gets an "early" fiber that sleeps until it, fires
+ * what is due, and keeps going only while something comes due before the primary wakes. Early inserts are rare (the
+ * common re-arm of a periodic timer happens inside a turn and needs no wake-up), so early fibers are too. With an
+ * empty heap the primary parks on a resume callback that the next `schedule` calls.
+ *
+ * A timer is a record (`TimerEntry`), never a fiber: firing one is a method call that offers a tick to a mailbox or
+ * forks a task, so a slow consumer never stalls the driver. When it is behind, or after a large batch, the driver
+ * yields to the event loop (`Clock.sleep(0)`, a macrotask on the live clock) so Node's own timers and I/O keep running.
  */
 import type * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
+import * as Runtime from "effect/Runtime"
 import { HeapEntry, TimerHeap } from "./timerHeap.js"
 
 /** A timer kind: what happens when its deadline passes. */
@@ -25,14 +35,25 @@ export interface DriverStats {
   fired: number
 }
 
+/** JS timers cannot sleep longer than this (Effect treats longer sleeps as infinite): sleep in steps. */
+const MAX_SLEEP_MILLIS = 2 ** 31 - 1
+
+/** Entries fired in one turn before the driver yields to the event loop. */
+const BATCH = 50_000
+
 export class TimerDriver {
   readonly heap = new TimerHeap<TimerEntry>()
   readonly stats: DriverStats = { fired: 0 }
-  /** The due time the driver sleeps toward; -Infinity while it is awake and will look at the heap anyway. */
+  /** The due time the primary fiber sleeps toward; -Infinity while it is awake, +Infinity while it is parked. */
   private plannedWake = Number.NEGATIVE_INFINITY
-  private wakeup: ((effect: Effect.Effect<void>) => void) | undefined = undefined
+  /** Due times early fibers sleep toward. */
+  private readonly earlyTargets: Array<number> = []
+  private readonly earlyFibers = new Set<Fiber.RuntimeFiber<void>>()
+  private parked: ((effect: Effect.Effect<void>) => void) | undefined = undefined
   private wakeRequested = false
   private closed = false
+  /** The primary fiber's runtime: early fibers are forked with it, synchronously, from `schedule`. */
+  private runtime: Runtime.Runtime<never> | undefined = undefined
 
   constructor(
     readonly clock: Clock.Clock,
@@ -57,7 +78,9 @@ export class TimerDriver {
   schedule(entry: TimerEntry, due: number): void {
     if (this.closed) return
     this.heap.insert(entry, due)
-    if (due < this.plannedWake) this.requestWake()
+    if (due >= this.plannedWake) return
+    if (this.plannedWake === Number.POSITIVE_INFINITY) this.wakePrimary()
+    else if (this.earlyTargets.every((target) => due < target)) this.startEarly(due)
   }
 
   /** Disarms `entry`; false when it was not pending. O(log n). */
@@ -65,77 +88,138 @@ export class TimerDriver {
     return this.heap.remove(entry)
   }
 
-  /** Stops accepting timers and drops every pending one. */
-  close(): void {
+  /** Stops accepting timers and drops every pending one; returns the early fibers to interrupt. */
+  close(): ReadonlyArray<Fiber.RuntimeFiber<void>> {
     this.closed = true
     this.heap.clear()
     this.onTurn(0)
+    return Array.from(this.earlyFibers)
   }
 
-  private requestWake(): void {
+  private wakePrimary(): void {
     this.plannedWake = Number.NEGATIVE_INFINITY
-    const wake = this.wakeup
-    if (wake !== undefined) {
-      this.wakeup = undefined
-      wake(Effect.void)
+    const parked = this.parked
+    if (parked !== undefined) {
+      this.parked = undefined
+      parked(Effect.void)
     } else {
       this.wakeRequested = true
     }
   }
 
-  private readonly awaitWake: Effect.Effect<void> = Effect.async<void>((resume) => {
+  private readonly park: Effect.Effect<void> = Effect.async<void>((resume) => {
     if (this.wakeRequested) {
       this.wakeRequested = false
       resume(Effect.void)
       return
     }
-    this.wakeup = resume
+    this.parked = resume
     return Effect.sync(() => {
-      if (this.wakeup === resume) this.wakeup = undefined
+      if (this.parked === resume) this.parked = undefined
     })
   })
 
-  /** Fires everything due at `now`, in (due, seq) order. Periodic entries re-armed at or before `now` fire again. */
-  private fireDue(now: number): Effect.Effect<void> | undefined {
+  /** Fires everything due at `now`, in (due, seq) order, up to a batch. Entries re-armed at or before `now` fire too. */
+  private fireDue(now: number, budget = BATCH): Effect.Effect<void> | undefined {
     let entry: TimerEntry | undefined
-    while ((entry = this.heap.popDue(now)) !== undefined) {
+    while (budget-- > 0 && (entry = this.heap.popDue(now)) !== undefined) {
       this.stats.fired++
       const more = entry.fire(now, this)
       if (more !== undefined) {
         // Rare path: finish this entry's effect, then continue with the rest of the due entries.
-        return Effect.flatMap(more, () => this.fireDue(now) ?? Effect.void)
+        const rest = budget
+        return Effect.flatMap(more, () => this.fireDue(now, rest) ?? Effect.void)
       }
     }
     return undefined
   }
 
-  /** The driver loop; fork it once per system. */
+  /** Sleeps `delay` ms through the clock; 0 still yields to the event loop on the live clock. */
+  private sleepFor(delay: number): Effect.Effect<void> {
+    return this.clock.sleep(Duration.millis(Math.min(Math.max(delay, 0), MAX_SLEEP_MILLIS)))
+  }
+
+  /** The primary loop; fork it once per system. */
   readonly run: Effect.Effect<never> = Effect.suspend(() => {
     const turn: Effect.Effect<void> = Effect.suspend(() => {
       this.plannedWake = Number.NEGATIVE_INFINITY
       this.wakeRequested = false
-      const now = this.now()
-      const fired = this.fireDue(now)
+      const fired = this.fireDue(this.now())
       return fired === undefined
-        ? this.sleep()
+        ? this.rest()
         : Effect.zipRight(
             fired,
-            Effect.suspend(() => this.sleep())
+            Effect.suspend(() => this.rest())
           )
     })
-    return Effect.forever(turn)
+    return Effect.flatMap(Effect.runtime<never>(), (runtime) => {
+      this.runtime = runtime
+      return Effect.forever(turn)
+    })
   })
 
-  private sleep(): Effect.Effect<void> {
-    this.onTurn(this.heap.size)
+  /** Between two turns of the primary: park, sleep to the next due time, or just yield when already behind. */
+  private rest(): Effect.Effect<void> {
+    const size = this.heap.size
+    this.onTurn(size)
     const next = this.heap.peekDue()
     if (next === undefined) {
       this.plannedWake = Number.POSITIVE_INFINITY
-      return this.awaitWake
+      return this.park
     }
     const delay = next - this.now()
-    if (delay <= 0) return Effect.void
-    this.plannedWake = next
-    return Effect.raceFirst(this.clock.sleep(Duration.millis(delay)), this.awaitWake)
+    this.plannedWake = delay <= 0 ? Number.NEGATIVE_INFINITY : next
+    return this.sleepFor(delay)
+  }
+
+  /** An early fiber: sleeps to `target`, fires, and goes on while something is due before the primary wakes. */
+  private startEarly(target: number): void {
+    this.earlyTargets.push(target)
+    let current = target
+    const retarget = (next: number | undefined) => {
+      const i = this.earlyTargets.indexOf(current)
+      if (i >= 0) this.earlyTargets.splice(i, 1)
+      if (next === undefined) return false
+      current = next
+      this.earlyTargets.push(next)
+      return true
+    }
+    const loop: Effect.Effect<void> = Effect.suspend(() =>
+      Effect.zipRight(
+        this.sleepFor(current - this.now()),
+        Effect.suspend(() => {
+          const fired = this.fireDue(this.now()) ?? Effect.void
+          return Effect.zipRight(
+            fired,
+            Effect.suspend(() => {
+              const next = this.heap.peekDue()
+              // Hand over to the primary (or to an earlier early fiber) when it wakes first anyway.
+              const mine =
+                next !== undefined &&
+                next < this.plannedWake &&
+                this.earlyTargets.every((other) => other === current || next < other)
+              return retarget(mine ? next : undefined) ? loop : Effect.void
+            })
+          )
+        })
+      )
+    )
+    if (this.runtime === undefined) {
+      // The primary has not started yet; it will look at the heap when it does.
+      retarget(undefined)
+      return
+    }
+    // Not immediate: firing never happens inside `schedule`, only on a driver fiber of its own.
+    const fiber = Runtime.runFork(this.runtime)(
+      Effect.ensuring(
+        loop,
+        Effect.sync(() => retarget(undefined))
+      ),
+      {
+        immediate: false
+      }
+    )
+    this.earlyFibers.add(fiber)
+    fiber.addObserver(() => this.earlyFibers.delete(fiber))
   }
 }
