@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, type Exit, Layer, Metric, Schedule, TestClock } from "effect"
+import { type Clock, Duration, Effect, type Exit, Layer, Metric, Schedule, TestClock } from "effect"
 import { Actor, ActorRef, ActorSystem, Metrics, type Timers } from "tickwork"
 import { TestProbe } from "tickwork/testkit"
 import { makeStallClock } from "./utils.js"
@@ -87,6 +87,32 @@ describe("context.timers", () => {
       assert.deepStrictEqual(yield* labels(probe), ["a@1:1000"])
       yield* probe.expectNoMessage("10 seconds")
     }).pipe(Effect.provide(SystemLive))
+  )
+
+  it.effect(
+    "a timer further away than JS timers can sleep (~24.8 days) fires on time; no sleep exceeds the limit",
+    () =>
+      Effect.gen(function* () {
+        const testClock = yield* Effect.clock
+        const sleeps: Array<number> = []
+        // the live clock treats sleeps over 2^31 - 1 ms as infinite: the driver must sleep in steps
+        const recording: Clock.Clock = Object.assign(Object.create(testClock), {
+          sleep: (duration: Duration.Duration) => {
+            sleeps.push(Duration.toMillis(duration))
+            return testClock.sleep(duration)
+          }
+        })
+        const system = Layer.scopedContext(Effect.withClock(Layer.build(SystemLive), recording))
+        yield* Effect.gen(function* () {
+          const { probe, ref } = yield* setup()
+          yield* inActor(ref, (t) => t.startSingleTimer("far", tick("far"), "30 days"))
+          yield* probe.expectNoMessage("29 days")
+          yield* TestClock.adjust("1 day")
+          assert.deepStrictEqual(yield* labels(probe), [`far@1:${30 * 86_400_000}`])
+        }).pipe(Effect.provide(system))
+        assert.isAbove(sleeps.length, 1)
+        assert.isAtMost(Math.max(...sleeps), 2 ** 31 - 1)
+      })
   )
 
   it.effect("startTimerWithFixedDelay: first tick after the interval, then every interval", () =>
