@@ -36,7 +36,10 @@ const decodeMillis = (input: Duration.DurationInput): Either.Either<number, read
 
 /** A delay: finite and >= 0. */
 export const delayMillis = (input: Duration.DurationInput): Either.Either<number, InvalidTimerDelay> =>
-  Either.mapLeft(decodeMillis(input), ([delayMillis, reason]) => new InvalidTimerDelay({ delayMillis, reason }))
+  // fast path: a plain, valid number of millis (the common case on hot scheduling paths)
+  typeof input === "number" && input >= 0 && input < Number.POSITIVE_INFINITY
+    ? Either.right(input)
+    : Either.mapLeft(decodeMillis(input), ([delayMillis, reason]) => new InvalidTimerDelay({ delayMillis, reason }))
 
 /** An interval: finite and > 0. */
 export const intervalMillis = (input: Duration.DurationInput): Either.Either<number, InvalidTimerInterval> =>

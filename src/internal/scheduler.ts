@@ -68,9 +68,14 @@ export class ScheduleHandle implements Cancellable {
     return true
   }
 
-  readonly cancel: Effect.Effect<boolean> = Effect.sync(() => this.unsafeCancel())
+  // Getters rather than fields: a pending schedule costs no effect objects until someone asks.
+  get cancel(): Effect.Effect<boolean> {
+    return Effect.sync(() => this.unsafeCancel())
+  }
 
-  readonly isCancelled: Effect.Effect<boolean> = Effect.sync(() => this.state === State.Cancelled)
+  get isCancelled(): Effect.Effect<boolean> {
+    return Effect.sync(() => this.state === State.Cancelled)
+  }
 }
 
 /** `scheduleOnce` / `scheduleAtFixedRate`: a tick that goes to the target's mailbox. */

@@ -1,0 +1,275 @@
+/**
+ * Engine scenario: schedule + cancel throughput with random delays, and heap bytes per pending timer, for
+ *
+ * - tickwork through the public API: `system.scheduler.scheduleOnce` + `Cancellable.cancel` on a live ActorSystem,
+ * - tickwork's raw engine data structure: `TimerHeap.insert` / `remove` (internal),
+ * - raw Node `setTimeout` / `clearTimeout`.
+ *
+ * Every implementation schedules the same random delays (10 s .. 70 s, whole millis: ~60k distinct values, so Node
+ * keeps ~60k timer lists). Nothing fires during a round; a round that saw a timer fire is flagged.
+ */
+import * as Effect from "effect/Effect"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Actor from "../../src/Actor.js"
+import * as ActorSystem from "../../src/ActorSystem.js"
+import { HeapEntry, TimerHeap } from "../../src/internal/timerHeap.js"
+import type { Cancellable } from "../../src/Scheduler.js"
+import { fmtBytes, fmtInt, fmtRate, heapAfterGc, randomDelay, table } from "./stats.js"
+
+export interface EngineOptions {
+  /** Pending-timer counts; bytes per timer are reported for each. */
+  readonly sizes: ReadonlyArray<number>
+  /** Timing rounds per size repeat until at least this much time was measured. */
+  readonly minMillis: number
+}
+
+export interface EngineRow {
+  readonly impl: string
+  readonly pending: number
+  readonly rounds: number
+  readonly scheduleOpsPerSec: number
+  readonly cancelOpsPerSec: number
+  /** Schedule + cancel pairs per second. */
+  readonly pairsPerSec: number
+  /**
+   * Heap bytes per pending timer: heap after gc with n pending minus heap after gc before scheduling (median of 3
+   * rounds at 10k). Spare capacity that containers kept from earlier rounds is not charged.
+   */
+  readonly bytesPerTimer: number
+  /** Timers that fired during the round (should be 0: the figures would be off). */
+  readonly firedDuringRound: number
+}
+
+export interface EngineResult {
+  readonly scenario: "engine"
+  readonly delayRangeMillis: readonly [number, number]
+  readonly rows: ReadonlyArray<EngineRow>
+}
+
+const MIN_DELAY = 10_000
+const MAX_DELAY = 70_000
+
+/** One implementation under test. `schedule`/`cancel` return the elapsed milliseconds of the n operations. */
+interface Impl {
+  readonly name: string
+  readonly schedule: (n: number) => Promise<number>
+  readonly cancel: (n: number) => Promise<number>
+  /** Timers currently pending, as the implementation sees them (undefined when it cannot tell). */
+  readonly pending: () => Promise<number | undefined>
+  /** Timers that fired since the implementation was made. */
+  readonly fired: () => number
+  readonly dispose: () => Promise<void>
+}
+
+// ---------------------------------------------------------------- implementations
+
+const nodeTimers = (delays: Int32Array, handles: Array<unknown>): Impl => {
+  let fired = 0
+  const onFire = () => {
+    fired++
+  }
+  return {
+    name: "node setTimeout/clearTimeout",
+    schedule: async (n) => {
+      const t0 = performance.now()
+      for (let i = 0; i < n; i++) handles[i] = setTimeout(onFire, delays[i]!)
+      return performance.now() - t0
+    },
+    cancel: async (n) => {
+      const t0 = performance.now()
+      for (let i = 0; i < n; i++) {
+        clearTimeout(handles[i] as NodeJS.Timeout)
+        handles[i] = null
+      }
+      return performance.now() - t0
+    },
+    pending: async () => undefined,
+    fired: () => fired,
+    dispose: async () => {}
+  }
+}
+
+class BenchEntry extends HeapEntry {}
+
+const rawHeap = (delays: Int32Array, handles: Array<unknown>): Impl => {
+  const heap = new TimerHeap<BenchEntry>()
+  return {
+    name: "tickwork TimerHeap (internal)",
+    schedule: async (n) => {
+      const t0 = performance.now()
+      const now = Date.now()
+      for (let i = 0; i < n; i++) {
+        const entry = new BenchEntry()
+        heap.insert(entry, now + delays[i]!)
+        handles[i] = entry
+      }
+      return performance.now() - t0
+    },
+    cancel: async (n) => {
+      const t0 = performance.now()
+      for (let i = 0; i < n; i++) {
+        heap.remove(handles[i] as BenchEntry)
+        handles[i] = null
+      }
+      return performance.now() - t0
+    },
+    pending: async () => heap.size,
+    fired: () => 0,
+    dispose: async () => {
+      heap.clear()
+    }
+  }
+}
+
+const publicScheduler = async (delays: Int32Array, handles: Array<unknown>): Promise<Impl> => {
+  const runtime = ManagedRuntime.make(ActorSystem.layer({ name: "bench-engine" }))
+  let received = 0
+  const Sink = Actor.make<string>()({
+    receive: () =>
+      Effect.sync(() => {
+        received++
+      })
+  })
+  const [system, sink] = await runtime.runPromise(
+    Effect.flatMap(ActorSystem.ActorSystem, (system) =>
+      Effect.map(system.spawn(Sink, "sink"), (sink) => [system, sink] as const)
+    )
+  )
+  const scheduler = system.scheduler
+  return {
+    name: "tickwork scheduleOnce/cancel (public)",
+    schedule: (n) =>
+      runtime.runPromise(
+        Effect.gen(function* () {
+          const t0 = performance.now()
+          for (let i = 0; i < n; i++) handles[i] = yield* scheduler.scheduleOnce(delays[i]!, sink, "tick")
+          return performance.now() - t0
+        })
+      ),
+    cancel: (n) =>
+      runtime.runPromise(
+        Effect.gen(function* () {
+          const t0 = performance.now()
+          for (let i = 0; i < n; i++) {
+            yield* (handles[i] as Cancellable).cancel
+            handles[i] = null
+          }
+          return performance.now() - t0
+        })
+      ),
+    pending: () => runtime.runPromise(Effect.map(system.stats, (stats) => stats.engineEntries)),
+    fired: () => received,
+    // Closes the layer's scope: the system shuts down, its driver fiber and actor fiber end.
+    dispose: () => runtime.dispose()
+  }
+}
+
+// ---------------------------------------------------------------- measurement
+
+/** Memory rounds per size: the median of a few readings steadies the small sizes (gc noise is ~100 KB). */
+const memoryRounds = (n: number): number => (n <= 10_000 ? 3 : 1)
+
+const median = (values: ReadonlyArray<number>): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)]!
+}
+
+const measure = async (impl: Impl, n: number, minMillis: number, log: (line: string) => void): Promise<EngineRow> => {
+  const firedBefore = impl.fired()
+  let scheduleMillis = 0
+  let cancelMillis = 0
+  let rounds = 0
+  // Memory rounds: gc, schedule n, gc, read, cancel n. They are timed too.
+  const bytes: Array<number> = []
+  for (let r = memoryRounds(n); r > 0; r--) {
+    const h0 = heapAfterGc()
+    scheduleMillis += await impl.schedule(n)
+    bytes.push((heapAfterGc() - h0) / n)
+    const pending = await impl.pending()
+    if (pending !== undefined && pending !== n) log(`  warning: ${impl.name} has ${pending} pending, expected ${n}`)
+    cancelMillis += await impl.cancel(n)
+    rounds++
+  }
+  while (scheduleMillis + cancelMillis < minMillis) {
+    scheduleMillis += await impl.schedule(n)
+    cancelMillis += await impl.cancel(n)
+    rounds++
+  }
+  const ops = n * rounds
+  return {
+    impl: impl.name,
+    pending: n,
+    rounds,
+    scheduleOpsPerSec: (ops / scheduleMillis) * 1000,
+    cancelOpsPerSec: (ops / cancelMillis) * 1000,
+    pairsPerSec: (ops / (scheduleMillis + cancelMillis)) * 1000,
+    bytesPerTimer: median(bytes),
+    firedDuringRound: impl.fired() - firedBefore
+  }
+}
+
+export const runEngine = async (options: EngineOptions, log: (line: string) => void): Promise<EngineResult> => {
+  const max = Math.max(...options.sizes)
+  const delays = new Int32Array(max)
+  for (let i = 0; i < max; i++) delays[i] = randomDelay(MIN_DELAY, MAX_DELAY)
+  // Allocated once, before any heap reading: the handle slots are not charged to the timers.
+  const handles: Array<unknown> = new Array(max).fill(null)
+  const makers: ReadonlyArray<() => Promise<Impl> | Impl> = [
+    () => publicScheduler(delays, handles),
+    () => rawHeap(delays, handles),
+    () => nodeTimers(delays, handles)
+  ]
+  const rows: Array<EngineRow> = []
+  for (const make of makers) {
+    const impl = await make()
+    try {
+      // Warm-up (JIT), not reported.
+      const warm = Math.min(10_000, max)
+      for (let i = 0; i < 3; i++) {
+        await impl.schedule(warm)
+        await impl.cancel(warm)
+      }
+      for (const n of options.sizes) {
+        const row = await measure(impl, n, options.minMillis, log)
+        log(
+          `  ${row.impl} @ ${fmtInt(n)}: ${fmtRate(row.pairsPerSec)} pairs/s, ${fmtBytes(row.bytesPerTimer)}/timer` +
+            (row.firedDuringRound > 0 ? ` (${row.firedDuringRound} fired!)` : "")
+        )
+        rows.push(row)
+      }
+    } finally {
+      await impl.dispose()
+    }
+  }
+  return { scenario: "engine", delayRangeMillis: [MIN_DELAY, MAX_DELAY], rows }
+}
+
+export const formatEngine = (result: EngineResult): string => {
+  const rows = result.rows.map((r) => [
+    r.impl,
+    fmtInt(r.pending),
+    fmtRate(r.scheduleOpsPerSec),
+    fmtRate(r.cancelOpsPerSec),
+    fmtRate(r.pairsPerSec),
+    fmtBytes(r.bytesPerTimer)
+  ])
+  const node = new Map(result.rows.filter((r) => r.impl.startsWith("node")).map((r) => [r.pending, r] as const))
+  const ratios = result.rows
+    .filter((r) => !r.impl.startsWith("node"))
+    .map((r) => {
+      const base = node.get(r.pending)
+      return [
+        r.impl,
+        fmtInt(r.pending),
+        base === undefined ? "-" : `${(r.pairsPerSec / base.pairsPerSec).toFixed(2)}x`,
+        base === undefined ? "-" : `${(r.bytesPerTimer / base.bytesPerTimer).toFixed(2)}x`
+      ]
+    })
+  const [lo, hi] = result.delayRangeMillis
+  return [
+    `Engine: schedule + cancel with random delays (${lo / 1000} s .. ${hi / 1000} s), bytes per pending timer`,
+    table(["implementation", "pending", "schedule/s", "cancel/s", "sched+cancel/s", "heap/timer"], rows),
+    "",
+    table(["vs node setTimeout", "pending", "sched+cancel/s", "heap/timer"], ratios)
+  ].join("\n")
+}

@@ -1,0 +1,213 @@
+/**
+ * Helpers shared by the bench scenarios: gc and heap readings, CPU windows, percentiles, lateness recording and a
+ * plain-text table printer. Bench code reads the real clock on purpose (`performance.now()`).
+ */
+
+/** Forces a full collection (twice: the first pass may leave weak/finalizer work for the second). */
+export const fullGc = (): void => {
+  const gc = globalThis.gc
+  if (gc === undefined) throw new Error("run node with --expose-gc (main.ts re-spawns itself with it)")
+  gc()
+  gc()
+}
+
+/** Heap used after a full collection, in bytes. */
+export const heapAfterGc = (): number => {
+  fullGc()
+  return process.memoryUsage().heapUsed
+}
+
+export const sleep = (millis: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, millis))
+
+/** A window over which CPU time, wall time and event-loop utilization are measured. */
+export interface CpuWindow {
+  /** Wall milliseconds since the window opened. */
+  readonly wallMillis: () => number
+  /** Closes the window: CPU % of one core (user + system, all threads) and event-loop utilization (0..1). */
+  readonly close: () => { readonly wallMillis: number; readonly cpuPercent: number; readonly elu: number }
+}
+
+export const openCpuWindow = (): CpuWindow => {
+  const t0 = performance.now()
+  const cpu0 = process.cpuUsage()
+  const elu0 = performance.eventLoopUtilization()
+  return {
+    wallMillis: () => performance.now() - t0,
+    close: () => {
+      const wallMillis = performance.now() - t0
+      const cpu = process.cpuUsage(cpu0)
+      const elu = performance.eventLoopUtilization(elu0)
+      return { wallMillis, cpuPercent: ((cpu.user + cpu.system) / 1000 / wallMillis) * 100, elu: elu.utilization }
+    }
+  }
+}
+
+/** The `q` quantile (0..1) of sorted values, nearest-rank. */
+export const quantile = (sorted: Float64Array, q: number): number => {
+  if (sorted.length === 0) return Number.NaN
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))
+  return sorted[i]!
+}
+
+export interface LatenessSummary {
+  readonly samples: number
+  readonly p50: number
+  readonly p99: number
+  readonly max: number
+  readonly mean: number
+}
+
+/**
+ * Counts ticks and records their lateness while the window is open. Samples go to a preallocated Float64Array
+ * (outside the JS heap, so it does not distort heap readings); beyond its capacity only the count grows.
+ *
+ * It is also the bench's alarm clock (`until`): a design under overload can keep the microtask queue busy so long
+ * that Node timers never run, so every recorded tick checks the deadline too.
+ */
+export class TickRecorder {
+  open = false
+  count = 0
+  private readonly samples: Float64Array
+  private n = 0
+  private deadline = Number.POSITIVE_INFINITY
+  private resolve: (() => void) | undefined = undefined
+  private timer: NodeJS.Timeout | undefined = undefined
+  /** Ticks since `resetRecent`, and how many of them were later than `lateThreshold` (open window or not). */
+  recentCount = 0
+  recentLate = 0
+
+  constructor(
+    capacity: number,
+    private readonly lateThreshold: number
+  ) {
+    this.samples = new Float64Array(capacity)
+  }
+
+  resetRecent(): void {
+    this.recentCount = 0
+    this.recentLate = 0
+  }
+
+  /** Records one tick handled at `now` (performance.now()) that was `latenessMillis` late. */
+  record(latenessMillis: number, now: number): void {
+    this.recentCount++
+    if (latenessMillis > this.lateThreshold) this.recentLate++
+    if (this.open) {
+      this.count++
+      if (this.n < this.samples.length) this.samples[this.n++] = latenessMillis
+    }
+    if (now >= this.deadline) this.fire()
+  }
+
+  /** Resolves at `deadline` (performance.now() millis): by a Node timer or by the first tick recorded after it. */
+  until(deadline: number): Promise<void> {
+    this.fire()
+    return new Promise((resolve) => {
+      this.deadline = deadline
+      this.resolve = resolve
+      this.timer = setTimeout(() => this.fire(), Math.max(0, deadline - performance.now()))
+    })
+  }
+
+  private fire(): void {
+    const resolve = this.resolve
+    if (resolve === undefined) return
+    this.resolve = undefined
+    this.deadline = Number.POSITIVE_INFINITY
+    clearTimeout(this.timer)
+    resolve()
+  }
+
+  summary(): LatenessSummary {
+    const sorted = this.samples.slice(0, this.n).sort()
+    let sum = 0
+    for (let i = 0; i < sorted.length; i++) sum += sorted[i]!
+    return {
+      samples: sorted.length,
+      p50: quantile(sorted, 0.5),
+      p99: quantile(sorted, 0.99),
+      max: sorted.length === 0 ? Number.NaN : sorted[sorted.length - 1]!,
+      mean: sorted.length === 0 ? Number.NaN : sum / sorted.length
+    }
+  }
+}
+
+/**
+ * How late Node timers run (a macrotask every `period` ms) while something else keeps the process busy. When the
+ * microtask queue never drains, no timer runs at all: `stop` then counts the pending probe's lateness so far.
+ */
+export class TimerLagProbe {
+  private max = 0
+  private sum = 0
+  private count = 0
+  private due = 0
+  private handle: NodeJS.Timeout | undefined = undefined
+
+  constructor(private readonly period = 50) {}
+
+  start(): void {
+    this.arm()
+  }
+
+  private arm(): void {
+    this.due = performance.now() + this.period
+    this.handle = setTimeout(() => {
+      this.sample(performance.now() - this.due)
+      this.arm()
+    }, this.period)
+  }
+
+  private sample(lag: number): void {
+    this.count++
+    this.sum += Math.max(0, lag)
+    if (lag > this.max) this.max = lag
+  }
+
+  stop(): { readonly maxMillis: number; readonly meanMillis: number; readonly probes: number } {
+    clearTimeout(this.handle)
+    const pending = performance.now() - this.due
+    if (pending > 0) this.sample(pending)
+    return { maxMillis: this.max, meanMillis: this.count === 0 ? 0 : this.sum / this.count, probes: this.count }
+  }
+}
+
+/** A random integer delay in [min, max] milliseconds. */
+export const randomDelay = (min: number, max: number): number => min + Math.floor(Math.random() * (max - min + 1))
+
+// ---------------------------------------------------------------- formatting
+
+export const fmtInt = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "-")
+
+export const fmtNum = (n: number, digits = 1): string => (Number.isFinite(n) ? n.toFixed(digits) : "-")
+
+/** Ops per second in a compact form: 1.23M, 456k. */
+export const fmtRate = (n: number): string => {
+  if (!Number.isFinite(n)) return "-"
+  if (n >= 1e6) return `${(n / 1e6).toFixed(2)}M`
+  if (n >= 1e3) return `${(n / 1e3).toFixed(0)}k`
+  return n.toFixed(0)
+}
+
+export const fmtPercent = (ratio: number, digits = 1): string =>
+  Number.isFinite(ratio) ? `${(ratio * 100).toFixed(digits)}%` : "-"
+
+export const fmtBytes = (n: number): string => {
+  if (!Number.isFinite(n)) return "-"
+  if (Math.abs(n) >= 10_240) return `${(n / 1024).toFixed(1)} KB`
+  return `${n.toFixed(0)} B`
+}
+
+/** `a / b` as "1.23x", "-" when undefined. */
+export const fmtRatio = (a: number, b: number): string => {
+  const r = a / b
+  return Number.isFinite(r) ? `${r >= 10 ? r.toFixed(0) : r.toFixed(2)}x` : "-"
+}
+
+/** A plain-text table: first column left-aligned, the rest right-aligned. */
+export const table = (headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)))
+  const line = (cells: ReadonlyArray<string>) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")
+  const rule = widths.map((w) => "-".repeat(w)).join("  ")
+  return [line(headers), rule, ...rows.map(line)].join("\n")
+}
