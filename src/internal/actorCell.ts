@@ -14,6 +14,7 @@ import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
 import * as HashMap from "effect/HashMap"
+import * as Runtime from "effect/Runtime"
 import type * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as Intervals from "effect/ScheduleIntervals"
@@ -212,7 +213,13 @@ export class ActorCell {
   readonly timerTables = new Set<TimerTable>()
   readonly done: Deferred.Deferred<void> = Deferred.unsafeMake(FiberId.none)
   readonly context: ActorContext<any>
-  fiber: Fiber.RuntimeFiber<void, never> | undefined = undefined
+  /** The drain fiber while one runs; undefined for an idle actor. */
+  fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined = undefined
+  /** The actor's context and diagnostic context (its `actor` annotation); set by the system at spawn. */
+  runtime: Runtime.Runtime<never> | undefined = undefined
+  private draining = false
+  private started = false
+  private readonly onTerminated: Array<() => void> = []
   receiveTimeout: ReceiveTimeout | undefined = undefined
   lastActivity = 0
   private state: unknown = undefined
@@ -256,7 +263,10 @@ export class ActorCell {
       return "stopped"
     }
     const entry = sender === undefined && logContext === undefined ? message : new Envelope(message, sender, logContext)
-    if (this.mailbox.offer(entry)) return "delivered"
+    if (this.mailbox.offer(entry)) {
+      this.wake(false)
+      return "delivered"
+    }
     this.host.deadLetter(message, sender, this.path, "mailbox-full")
     return "mailbox-full"
   }
@@ -272,6 +282,7 @@ export class ActorCell {
     }
     if (this.mailbox.offer(tick)) {
       tick.queued++
+      this.wake(true)
       return undefined
     }
     recordDropped("mailbox_full")
@@ -281,32 +292,75 @@ export class ActorCell {
     ).pipe(Effect.annotateLogs({ actor: this.path, timer_kind: tick.kind }))
   }
 
-  // ---------------------------------------------------------------- the loop
+  // ---------------------------------------------------------------- the drain
 
-  readonly run: Effect.Effect<void> = Effect.suspend(() => {
-    const throughput = this.host.throughput
-    let budget = throughput
-    const next = Effect.suspend(() => loop())
-    // Handles queued entries back to back; suspends only to run a handler, to park on an empty mailbox, or to
-    // yield after `throughput` entries so that one busy actor cannot starve the others.
-    const loop = (): Effect.Effect<void> => {
-      for (;;) {
-        if (this.status === Status.Terminated) return Effect.void
-        if (budget-- <= 0) {
-          budget = throughput
-          return Effect.zipRight(Effect.yieldNow(), next)
-        }
-        const entry = this.mailbox.poll()
-        if (entry === EMPTY) {
-          budget = throughput
-          return Effect.zipRight(this.mailbox.awaitMessage, next)
-        }
-        const effect = this.handle(entry)
-        if (effect !== undefined) return Effect.zipRight(effect, next)
-      }
-    }
-    return Effect.zipRight(this.start(), next)
+  /**
+   * Makes sure a drain fiber runs. An idle actor has no fiber at all: a drain is forked when work arrives and ends
+   * when the mailbox is empty. `immediate` (ticks from the timer driver) runs the drain right here until it first
+   * suspends, so a synchronous tick handler completes inside the driver's turn without a fiber wake-up; other
+   * deliveries (tells from handlers) go through the scheduler so that handlers never nest.
+   */
+  wake(immediate: boolean): void {
+    if (this.draining || this.status === Status.Terminated || this.runtime === undefined) return
+    this.draining = true
+    Runtime.runFork(this.runtime)(this.drain, { immediate })
+  }
+
+  private readonly drain: Effect.Effect<void> = Effect.withFiberRuntime<void>((fiber) => {
+    this.fiber = fiber
+    this.budget = this.host.throughput
+    const body = this.started ? this.loop() : ((this.started = true), Effect.zipRight(this.start(), this.next))
+    // An internal defect must not leave the actor wedged: finish its stop sequence.
+    return Effect.catchAllCause(body, (cause) =>
+      Effect.zipRight(Effect.logError("actor drain failed; stopping the actor", cause), this.terminate(true, true))
+    )
   })
+
+  private budget = 0
+  private readonly next: Effect.Effect<void> = Effect.suspend(() => this.loop())
+
+  /**
+   * Handles queued entries back to back; suspends only to run a handler, or to yield after `throughput` entries so
+   * that one busy actor cannot starve the others. Ends the drain on an empty mailbox.
+   */
+  private loop(): Effect.Effect<void> {
+    for (;;) {
+      if (this.status === Status.Terminated) return this.endDrain()
+      if (this.budget-- <= 0) {
+        this.budget = this.host.throughput
+        return Effect.zipRight(Effect.yieldNow(), this.next)
+      }
+      const entry = this.mailbox.poll()
+      if (entry === EMPTY) return this.endDrain()
+      const effect = this.handle(entry)
+      if (effect !== undefined) return Effect.zipRight(effect, this.next)
+    }
+  }
+
+  private endDrain(): Effect.Effect<void> {
+    this.draining = false
+    this.fiber = undefined
+    return Effect.void
+  }
+
+  /**
+   * Stops this actor now, from outside its drain: interrupts the drain (a handler in flight), then runs the forced
+   * stop sequence on a fiber with the actor's own context. Used by system shutdown and by a parent's forced stop.
+   */
+  forceStop(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      if (this.status === Status.Terminated || this.runtime === undefined) return Effect.void
+      const running = this.fiber
+      this.draining = true // no new drain may start
+      this.fiber = undefined
+      const interrupted = running === undefined ? Effect.void : Fiber.interrupt(running)
+      const runtime = this.runtime
+      return Effect.zipRight(
+        interrupted,
+        Effect.suspend(() => Fiber.join(Runtime.runFork(runtime)(this.terminate(true, true))))
+      )
+    })
+  }
 
   /** Handles one entry; undefined when it was dropped without running anything. */
   private handle(entry: unknown): Effect.Effect<void> | undefined {
@@ -400,7 +454,7 @@ export class ActorCell {
           logged,
           Effect.zipRight(
             this.stop(),
-            Effect.sync(() => parent?.mailbox.offerSystem(new ChildFailed(this, cause)))
+            Effect.sync(() => parent?.offerSystem(new ChildFailed(this, cause)))
           )
         )
       }
@@ -462,12 +516,24 @@ export class ActorCell {
       this.host.terminated(this)
       Deferred.unsafeDone(this.done, Effect.void)
       this.hooks?.terminated?.()
+      for (const callback of this.onTerminated.splice(0)) callback()
     })
+  }
+
+  private offerSystem(message: unknown): void {
+    this.mailbox.offerSystem(message)
+    this.wake(false)
+  }
+
+  /** Calls `callback` once the actor has terminated (at once if it has). */
+  whenTerminated(callback: () => void): void {
+    if (this.status === Status.Terminated) callback()
+    else this.onTerminated.push(callback)
   }
 
   /** Asks a child (or self) to stop after its current message. */
   requestStop(): void {
-    if (this.status < Status.Stopping) this.mailbox.offerSystem(STOP)
+    if (this.status < Status.Stopping) this.offerSystem(STOP)
   }
 
   private stopChildren(): Effect.Effect<void> {
@@ -477,11 +543,10 @@ export class ActorCell {
     return Effect.forEach(children, (child) => Deferred.await(child.done), { discard: true })
   }
 
-  /** Interrupts the children's fibers; each runs its own forced stop sequence before its fiber ends. */
+  /** Stops the children now: a handler in flight is interrupted; each runs its own forced stop sequence. */
   private interruptChildren(): Effect.Effect<void> {
-    const fibers: Array<Fiber.RuntimeFiber<void, never>> = []
-    for (const child of this.children.values()) if (child.fiber !== undefined) fibers.push(child.fiber)
-    return Fiber.interruptAll(fibers)
+    if (this.children.size === 0) return Effect.void
+    return Effect.forEach(Array.from(this.children.values()), (child) => child.forceStop(), { discard: true })
   }
 
   private drainToDeadLetters(): void {

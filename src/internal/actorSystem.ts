@@ -12,9 +12,13 @@ import * as Either from "effect/Either"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
+import * as FiberRef from "effect/FiberRef"
+import * as FiberRefs from "effect/FiberRefs"
 import * as HashMap from "effect/HashMap"
+import * as List from "effect/List"
 import type * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
 import type { Actor } from "../Actor.js"
 import type { ActorRef } from "../ActorRef.js"
@@ -133,25 +137,27 @@ export class SystemImpl implements CellHost, SchedulerHost {
       const cell = new ActorCell(this, actor, actualName, path, parent)
       siblings.set(actualName, cell)
       this.cells.add(cell)
-      return Effect.contextWithEffect((context: Context.Context<R>) =>
-        Effect.forkIn(
-          isolated(
-            // Interrupted (system shutdown) or ended abnormally: finish the stop sequence; a no-op after a stop.
-            Effect.ensuring(
-              cell.run,
-              Effect.suspend(() => cell.terminate(true, true))
-            ),
-            HashMap.make(["actor", path as unknown])
-          ).pipe(Effect.provide(context)),
-          this.scope
-        )
-      ).pipe(
-        Effect.map((fiber) => {
-          cell.fiber = fiber
-          this.track(fiber)
-          return cell.ref as ActorRef<M>
+      // The actor runs on short-lived drain fibers (no fiber while idle), all started from one runtime per actor:
+      // the spawner's services without its tracing parent, and no diagnostic context but the actor's path.
+      return Effect.withFiberRuntime<ActorRef<M>, never, R>((fiber) => {
+        const id = fiber.id()
+        const annotated = FiberRefs.updateAs(fiber.getFiberRefs(), {
+          fiberId: id,
+          fiberRef: FiberRef.currentLogAnnotations,
+          value: HashMap.make(["actor", path as unknown])
         })
-      )
+        cell.runtime = Runtime.make({
+          context: withoutParentSpan(fiber.currentContext) as Context.Context<never>,
+          fiberRefs: FiberRefs.updateAs(annotated, {
+            fiberId: id,
+            fiberRef: FiberRef.currentLogSpan,
+            value: List.empty()
+          }),
+          runtimeFlags: Runtime.defaultRuntimeFlags
+        })
+        cell.wake(false)
+        return Effect.succeed(cell.ref as ActorRef<M>)
+      })
     })
   }
 
@@ -290,13 +296,16 @@ export class SystemImpl implements CellHost, SchedulerHost {
 
   private stats(): Stats {
     let timers = this.scheduled.size
+    let drains = 0
     for (const cell of this.cells) {
+      if (cell.fiber !== undefined) drains++
       timers += cell.timers.size + (cell.receiveTimeout === undefined ? 0 : 1)
       for (const table of cell.timerTables) timers += table.size
     }
     return {
       actors: this.cells.size,
-      fibers: this.fibers.size + (this.driverFiber !== undefined && this.driverFiber.unsafePoll() === null ? 1 : 0),
+      fibers:
+        drains + this.fibers.size + (this.driverFiber !== undefined && this.driverFiber.unsafePoll() === null ? 1 : 0),
       timers,
       engineEntries: this.driver.size,
       deadLetters: this.deadLetterCount
@@ -311,9 +320,12 @@ export class SystemImpl implements CellHost, SchedulerHost {
   shutdown(): Effect.Effect<void> {
     if (this.terminating) return Deferred.await(this.shutdownDone)
     this.terminating = true
-    const top: Array<Fiber.RuntimeFiber<void, never>> = []
-    for (const cell of this.topLevel.values()) if (cell.fiber !== undefined) top.push(cell.fiber)
-    return Fiber.interruptAll(top).pipe(
+    const top = Array.from(this.topLevel.values())
+    return Effect.forEach(top, (cell) => cell.forceStop(), { discard: true }).pipe(
+      // a cell whose parent was gone already (none expected): stopped the same way
+      Effect.zipRight(
+        Effect.suspend(() => Effect.forEach(Array.from(this.cells), (cell) => cell.forceStop(), { discard: true }))
+      ),
       Effect.zipRight(
         Effect.suspend(() => {
           for (const entry of this.scheduled) entry.handle.markCancelled()

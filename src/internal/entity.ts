@@ -3,8 +3,8 @@
  *
  * Registry states per id: absent (asleep) → starting (a spawn is on its way; messages wait in `pending`) → running
  * (messages go straight to the actor's mailbox) → draining (a sleep was asked for, or the incarnation is stopping;
- * messages wait in `next`) → absent again when the actor's fiber has ended, or straight back to starting when messages
- * waited in `next`. The transitions are synchronous (a sync `route`, a fiber observer on the actor's fiber), so a
+ * messages wait in `next`) → absent again when the actor has terminated, or straight back to starting when messages
+ * waited in `next`. The transitions are synchronous (a sync `route`, a termination callback on the actor), so a
  * message is never routed to an incarnation that has begun to stop. Spawns run on a short-lived fiber of the
  * registry's runtime, so that routing is synchronous for `ActorRef.tell` and `unsafeTell` alike.
  */
@@ -13,7 +13,6 @@ import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import { pipeArguments } from "effect/Pipeable"
@@ -446,11 +445,9 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
           const pending = entry.pending
           entry.pending = []
           for (const waiting of pending) cell.deliver(waiting.message, undefined, waiting.logContext)
-          const fiber = cell.fiber
-          if (fiber === undefined) return Effect.sync(() => this.ended(entry))
-          fiber.addObserver(() => this.ended(entry))
+          cell.whenTerminated(() => this.ended(entry))
           // The registry closed while this spawn was on its way.
-          return this.closed ? Fiber.interrupt(fiber) : Effect.void
+          return this.closed ? cell.forceStop() : Effect.void
         })
     })
   }
@@ -564,10 +561,8 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
   readonly close: Effect.Effect<void> = Effect.suspend(() => {
     this.closed = true
     const entries = Array.from(this.entries.values())
-    const fibers: Array<Fiber.RuntimeFiber<void, never>> = []
-    for (const entry of entries) if (entry.cell?.fiber !== undefined) fibers.push(entry.cell.fiber)
     return Effect.zipRight(
-      Fiber.interruptAll(fibers),
+      Effect.forEach(entries, (entry) => entry.cell?.forceStop() ?? Effect.void, { discard: true }),
       Effect.forEach(entries, (entry) => Deferred.await(entry.ended), { discard: true })
     )
   })
