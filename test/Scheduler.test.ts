@@ -279,7 +279,7 @@ describe("system.scheduler", () => {
   )
 
   it.effect("scheduleWithCron sends at the expression's instants; references replace and cancel", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const system = yield* ActorSystem.ActorSystem
       const probe = yield* TestProbe.make<string>()
       const target = yield* ActorSystem.spawn(Forwarder(probe), "target")
