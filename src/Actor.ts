@@ -162,8 +162,12 @@ export const make =
   }
 
 const validateCapacity = (capacity: number | undefined): number | undefined => {
-  if (capacity !== undefined && !(Number.isInteger(capacity) && capacity > 0)) {
-    throw new RangeError(`mailbox capacity must be a positive integer, got ${capacity}`)
+  if (
+    capacity !== undefined &&
+    capacity !== Number.POSITIVE_INFINITY &&
+    !(Number.isInteger(capacity) && capacity > 0)
+  ) {
+    throw new RangeError(`mailbox capacity must be a positive integer (or Infinity for unbounded), got ${capacity}`)
   }
   return capacity
 }
@@ -186,8 +190,9 @@ export const isActor = (u: unknown): u is Actor<unknown, unknown, unknown, unkno
 /**
  * Gives the actor a bounded mailbox. A user message told to a full mailbox is not queued: it is published as a
  * `DeadLetter` with reason `"mailbox-full"` (and `ask` fails at once with `AskUndeliverable`); the sender never
- * blocks. A timer tick on a full mailbox is dropped, logged and counted, and its timer keeps firing. A capacity that
- * is not a positive integer is a programmer error and throws.
+ * blocks. A timer tick on a full mailbox is dropped, logged and counted, and its timer keeps firing. `Infinity` makes
+ * the mailbox unbounded even when the system sets a default capacity. A capacity that is not a positive integer (or
+ * `Infinity`) is a programmer error and throws.
  *
  * @example
  * ```ts

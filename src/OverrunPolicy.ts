@@ -8,7 +8,7 @@
  * | policy | ticks that went by | next tick |
  * | --- | --- | --- |
  * | `SkipLateTicks` (default) | dropped; one tick runs, for the latest due time | on the grid: start + n × period |
- * | `CatchUpBounded(limit)` | the newest `limit` run, one per queue turn, in order; older ones are dropped | on the grid |
+ * | `CatchUpBounded(limit)` | the newest `limit` run, one per queue turn, in order; older ones dropped | on the grid |
  * | `DelayNextTick` | none can go by | `period` after the previous handler ended |
  *
  * The first two keep a fixed rate measured from the moment the timer started, so a late tick never moves the next
@@ -30,12 +30,30 @@ import { type Pipeable, pipeArguments } from "effect/Pipeable"
 import * as Predicate from "effect/Predicate"
 
 /**
+ * The symbol that marks an overrun policy.
+ *
+ * @example
+ * ```ts
+ * import { OverrunPolicy } from "tickwork"
+ *
+ * const marked = (u: object) => OverrunPolicy.TypeId in u
+ * ```
+ *
  * @since 0.1.0
  * @category symbols
  */
 export const TypeId: unique symbol = Symbol.for("tickwork/OverrunPolicy")
 
 /**
+ * The type of `TypeId`.
+ *
+ * @example
+ * ```ts
+ * import type { OverrunPolicy } from "tickwork"
+ *
+ * type Marker = OverrunPolicy.TypeId
+ * ```
+ *
  * @since 0.1.0
  * @category symbols
  */
@@ -43,6 +61,14 @@ export type TypeId = typeof TypeId
 
 /**
  * Drop the ticks that went by and deliver one for the latest due time; `skippedTicks` counts the dropped ones.
+ *
+ * @example
+ * ```ts
+ * import { OverrunPolicy } from "tickwork"
+ *
+ * const policy = OverrunPolicy.SkipLateTicks
+ * console.log(policy._tag) // SkipLateTicks
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -54,6 +80,14 @@ export interface SkipLateTicks extends Pipeable {
 
 /**
  * Deliver up to `limit` of the ticks that went by (the newest ones) and drop older ones.
+ *
+ * @example
+ * ```ts
+ * import { OverrunPolicy } from "tickwork"
+ *
+ * const policy = OverrunPolicy.CatchUpBounded(3)
+ * if (policy._tag === "CatchUpBounded") console.log(policy.limit) // 3
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -68,6 +102,13 @@ export interface CatchUpBounded extends Pipeable {
 /**
  * No fixed rate: the next tick is due `period` after the previous handler ended.
  *
+ * @example
+ * ```ts
+ * import { OverrunPolicy } from "tickwork"
+ *
+ * console.log(String(OverrunPolicy.DelayNextTick)) // DelayNextTick
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -78,6 +119,22 @@ export interface DelayNextTick extends Pipeable {
 
 /**
  * The three overrun policies.
+ *
+ * @example
+ * ```ts
+ * import { OverrunPolicy } from "tickwork"
+ *
+ * const describe = (policy: OverrunPolicy.OverrunPolicy): string => {
+ *   switch (policy._tag) {
+ *     case "SkipLateTicks":
+ *       return "latest tick only"
+ *     case "CatchUpBounded":
+ *       return `up to ${policy.limit} missed ticks`
+ *     case "DelayNextTick":
+ *       return "period after the end"
+ *   }
+ * }
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -98,7 +155,8 @@ const Proto = {
   }
 }
 
-const make = <P extends OverrunPolicy>(fields: Omit<P, TypeId | "pipe">): P => Object.assign(Object.create(Proto), fields)
+const make = <P extends OverrunPolicy>(fields: Omit<P, TypeId | "pipe">): P =>
+  Object.assign(Object.create(Proto), fields)
 
 /**
  * The default policy: only the latest state matters (state broadcasts, expiry checks).

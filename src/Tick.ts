@@ -23,12 +23,30 @@ import { type Pipeable, pipeArguments } from "effect/Pipeable"
 import * as Predicate from "effect/Predicate"
 
 /**
+ * The symbol that marks a Spot timer tick.
+ *
+ * @example
+ * ```ts
+ * import { Tick } from "tickwork"
+ *
+ * const marked = (u: object) => Tick.TypeId in u
+ * ```
+ *
  * @since 0.1.0
  * @category symbols
  */
 export const TypeId: unique symbol = Symbol.for("tickwork/Tick")
 
 /**
+ * The type of `TypeId`.
+ *
+ * @example
+ * ```ts
+ * import type { Tick } from "tickwork"
+ *
+ * type Marker = Tick.TypeId
+ * ```
+ *
  * @since 0.1.0
  * @category symbols
  */
@@ -73,6 +91,22 @@ export interface Tick extends Pipeable {
 
 /**
  * The fields `make` takes; `delay` is computed.
+ *
+ * @example
+ * ```ts
+ * import { Tick } from "tickwork"
+ *
+ * const fields: Tick.Fields = {
+ *   name: "poll",
+ *   scheduledIndex: 1,
+ *   deliveryIndex: 1,
+ *   scheduledTime: 1_000,
+ *   startTime: 1_004,
+ *   skippedTicks: 0,
+ *   period: "1 second"
+ * }
+ * const tick = Tick.make(fields)
+ * ```
  *
  * @since 0.1.0
  * @category models

@@ -31,14 +31,24 @@ export * as LogContext from "./LogContext.js"
 /** @since 0.1.0 */
 export * as Metrics from "./Metrics.js"
 /** @since 0.1.0 */
+export * as OverrunPolicy from "./OverrunPolicy.js"
+/** @since 0.1.0 */
 export * as Passivation from "./Passivation.js"
 /** @since 0.1.0 */
 export * as QuartzCron from "./QuartzCron.js"
 /** @since 0.1.0 */
 export * as Scheduler from "./Scheduler.js"
 /** @since 0.1.0 */
+export * as Spot from "./Spot.js"
+/** @since 0.1.0 */
+export * as SpotTimers from "./SpotTimers.js"
+/** @since 0.1.0 */
 export * as Supervision from "./Supervision.js"
+/** @since 0.1.0 */
+export * as Tick from "./Tick.js"
 /** @since 0.1.0 */
 export * as TimerError from "./TimerError.js"
 /** @since 0.1.0 */
 export * as Timers from "./Timers.js"
+/** @since 0.1.0 */
+export * as Workers from "./Workers.js"

@@ -309,7 +309,13 @@ export class ActorCell {
   private readonly drain: Effect.Effect<void> = Effect.withFiberRuntime<void>((fiber) => {
     this.fiber = fiber
     this.budget = this.host.throughput
-    const body = this.started ? this.loop() : ((this.started = true), Effect.zipRight(this.start(), this.next))
+    let body: Effect.Effect<void>
+    if (this.started) {
+      body = this.loop()
+    } else {
+      this.started = true
+      body = Effect.zipRight(this.start(), this.next)
+    }
     // An internal defect must not leave the actor wedged: finish its stop sequence.
     return Effect.catchAllCause(body, (cause) =>
       Effect.zipRight(Effect.logError("actor drain failed; stopping the actor", cause), this.terminate(true, true))
@@ -368,6 +374,11 @@ export class ActorCell {
       entry.queued--
       if (!entry.accept()) {
         recordDropped("stale")
+        return undefined
+      }
+      if (this.status !== Status.Running) {
+        entry.undeliverable()
+        recordDropped("owner_stopped")
         return undefined
       }
       recordDelivered(entry.kind)
