@@ -20,6 +20,7 @@ import type { ActorRef } from "./ActorRef.js"
 import type { EventStream } from "./EventStream.js"
 import { make as makeSystem } from "./internal/actorSystem.js"
 import type { Scheduler } from "./Scheduler.js"
+import * as Workers from "./Workers.js"
 
 /**
  * The options `ActorSystem.layer` validates. Durations are anything `Duration.decode` accepts (`"5 seconds"`, millis).
@@ -31,6 +32,7 @@ import type { Scheduler } from "./Scheduler.js"
  * | `askTimeout` | 5 seconds | `ActorRef.ask`'s default timeout |
  * | `throughput` | 64 | messages an actor handles before yielding to other fibers |
  * | `guardian` | `"restart"` | how top-level actors are supervised: `restart`, `stop` or `resume` |
+ * | `workers` | no thread until the first CPU task | the CPU worker pool (`Workers.Options`: `minThreads`, `maxThreads`, `idleTime`, `queueLength`) |
  *
  * @since 0.1.0
  * @category models
@@ -48,7 +50,8 @@ export const Options = Schema.Struct({
   throughput: Schema.optional(
     Schema.Number.pipe(Schema.int(), Schema.positive({ message: () => "throughput must be a positive integer" }))
   ),
-  guardian: Schema.optional(Schema.Literal("restart", "stop", "resume"))
+  guardian: Schema.optional(Schema.Literal("restart", "stop", "resume")),
+  workers: Schema.optional(Workers.Options)
 })
 
 function positiveDuration(option: string) {
@@ -227,7 +230,7 @@ export interface ActorSystemService {
 export class ActorSystem extends Context.Tag("tickwork/ActorSystem")<ActorSystem, ActorSystemService>() {}
 
 /**
- * Validates `options` and builds a system for the layer's scope.
+ * Validates `options` and builds a system for the layer's scope, with its CPU worker pool (`Workers`, used by Spots).
  *
  * @example
  * ```ts
@@ -243,8 +246,24 @@ export class ActorSystem extends Context.Tag("tickwork/ActorSystem")<ActorSystem
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: Options): Layer.Layer<ActorSystem, InvalidActorSystemOptions> =>
-  Layer.scoped(ActorSystem, Effect.flatMap(decodeOptions(options), makeSystem))
+export const layer = (
+  options: Options
+): Layer.Layer<ActorSystem | Workers.Workers, InvalidActorSystemOptions | Workers.WorkerFailure> =>
+  Layer.unwrapEffect(
+    Effect.map(decodeOptions(options), (decoded) =>
+      Layer.merge(
+        Layer.scoped(ActorSystem, makeSystem(decoded)),
+        // The system's worker pool (Spots' CPU workers): by default no thread starts before the first CPU task.
+        Workers.layer({ minThreads: 0, ...decoded.workers }).pipe(
+          Layer.mapError((error) =>
+            error._tag === "InvalidWorkersOptions"
+              ? new InvalidActorSystemOptions({ details: `- workers: ${error.message}` })
+              : error
+          )
+        )
+      )
+    )
+  )
 
 /**
  * Validates options as `layer` does (useful for options read from configuration).

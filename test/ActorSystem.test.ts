@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Data, Effect, Exit, Layer, TestClock } from "effect"
-import { Actor, ActorRef, ActorSystem, EventStream, LogContext } from "tickwork"
+import { Actor, ActorRef, ActorSystem, EventStream, LogContext, Workers } from "tickwork"
 import { TestProbe } from "tickwork/testkit"
 import { captureLogs } from "./utils.js"
 
@@ -52,6 +52,25 @@ describe("ActorSystem.layer options", () => {
       const guardian = yield* build({ name: "ok", guardian: "explode" })
       assert.include(guardian.message, "guardian")
     })
+  )
+
+  it.effect("validates the worker pool options inside the root options", () =>
+    Effect.gen(function* () {
+      const error = yield* build({ name: "ok", workers: { minThreads: 4, maxThreads: 2 } })
+      assert.strictEqual(error._tag, "InvalidActorSystemOptions")
+      assert.include(error.message, "workers")
+      assert.include(error.message, "minThreads")
+      const negative = yield* build({ name: "ok", workers: { queueLength: -1 } })
+      assert.include(negative.message, "workers.queueLength")
+    })
+  )
+
+  it.effect("provides the system's worker pool; no thread starts before the first CPU task by default", () =>
+    Effect.gen(function* () {
+      const workers = yield* Workers.Workers
+      const stats = yield* workers.stats
+      assert.strictEqual(stats.threads, 0)
+    }).pipe(Effect.provide(ActorSystem.layer({ name: "pool", workers: { maxThreads: 2 } })))
   )
 
   it.effect("accepts durations as strings or millis", () =>
