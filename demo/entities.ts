@@ -11,8 +11,10 @@
  *
  * `npx tsx demo/entities.ts` runs it; `import { entitiesDemo } from "./entities.js"` gives the effect.
  */
+
 import { Cause, Clock, Effect, HashMap, Layer, Logger, LogLevel, Option } from "effect"
 import { ActorSystem, Deadline, Entity, EntityTimers, GameClock } from "tickwork"
+import { print, printFrom } from "./output.js"
 
 // ------------------------------------------------------------------ the timeline
 
@@ -23,17 +25,17 @@ const format = (now: number, who: string, what: string) =>
 
 /** Prints one timeline line, stamped with Effect's Clock. */
 const say = (who: string, what: string): Effect.Effect<void> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => console.log(format(now, who, what))))
+  Effect.flatMap(Clock.currentTimeMillis, (now) => print(format(now, who, what)))
 
-const scene = (title: string): Effect.Effect<void> => Effect.sync(() => console.log(`\n-- ${title}`))
+const scene = (title: string): Effect.Effect<void> => print(`\n-- ${title}`)
 
 /** Warnings and errors join the timeline; everything else is dropped. */
-const timelineLogger = Logger.make(({ annotations, cause, date, logLevel, message }) => {
+const timelineLogger = Logger.make(({ annotations, cause, context, date, logLevel, message }) => {
   if (LogLevel.lessThan(logLevel, LogLevel.Warning)) return
   const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
   const reason = Cause.isEmpty(cause) ? "" : `: ${String(Cause.squash(cause))}`
   const who = Option.getOrElse(HashMap.get(annotations, "actor"), () => "system")
-  console.log(format(date.getTime(), `[${logLevel.label}]`, `${text}${reason} (${String(who)})`))
+  printFrom(context, format(date.getTime(), `[${logLevel.label}]`, `${text}${reason} (${String(who)})`))
 })
 
 /** Game time as hh:mm:ss, relative to the start of the demo. */
@@ -176,8 +178,8 @@ const tour = Effect.gen(function* () {
 /** The whole demo, with its actor system, game clock and logger provided. */
 export const entitiesDemo: Effect.Effect<void> = Effect.gen(function* () {
   startedAt = yield* Clock.currentTimeMillis
-  console.log("tickwork entities demo: entity timers, deadlines and the game clock on the real clock (about 5 s)")
-  console.log(`${"elapsed".padStart(9)}  ${"who".padEnd(8)} what`)
+  yield* print("tickwork entities demo: entity timers, deadlines and the game clock on the real clock (about 5 s)")
+  yield* print(`${"elapsed".padStart(9)}  ${"who".padEnd(8)} what`)
   yield* tour.pipe(
     Effect.scoped,
     Effect.provide(Layer.merge(ActorSystem.layer({ name: "entities-demo" }), GameClock.layer))

@@ -11,8 +11,10 @@
  *
  * `npx tsx demo/grains.ts` runs it; `import { grainsDemo } from "./grains.js"` gives the effect.
  */
+
 import { Cause, Clock, Context, Effect, HashMap, Layer, Logger, LogLevel, Option } from "effect"
 import { Actor, type ActorRef, ActorSystem, Grain, Grains, GrainTimers, Passivation } from "tickwork"
+import { print, printFrom } from "./output.js"
 
 // ------------------------------------------------------------------ the timeline
 
@@ -23,15 +25,15 @@ const format = (now: number, who: string, what: string) =>
 
 /** Prints one timeline line, stamped with Effect's Clock. */
 const say = (who: string, what: string): Effect.Effect<void> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => console.log(format(now, who, what))))
+  Effect.flatMap(Clock.currentTimeMillis, (now) => print(format(now, who, what)))
 
 /** Warnings and errors join the timeline; everything else is dropped. */
-const timelineLogger = Logger.make(({ annotations, cause, date, logLevel, message }) => {
+const timelineLogger = Logger.make(({ annotations, cause, context, date, logLevel, message }) => {
   if (LogLevel.lessThan(logLevel, LogLevel.Warning)) return
   const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
   const reason = Cause.isEmpty(cause) ? "" : `: ${String(Cause.squash(cause))}`
   const who = Option.getOrElse(HashMap.get(annotations, "actor"), () => "system")
-  console.log(format(date.getTime(), `[${logLevel.label}]`, `${text}${reason} (${String(who)})`))
+  printFrom(context, format(date.getTime(), `[${logLevel.label}]`, `${text}${reason} (${String(who)})`))
 })
 
 const clockTime = (millis: number) => `${new Date(millis).toISOString().slice(11, 19)} UTC`
@@ -124,7 +126,7 @@ const AlertLog = Actor.make<DeviceOffline>()({
 
 // ------------------------------------------------------------------ the scenario
 
-const scene = (title: string): Effect.Effect<void> => Effect.sync(() => console.log(`\n-- ${title}`))
+const scene = (title: string): Effect.Effect<void> => print(`\n-- ${title}`)
 
 const scenario = ({ kind: Device, ticksSinceDeactivation }: ReturnType<typeof makeDevice>) =>
   Effect.gen(function* () {
@@ -165,8 +167,8 @@ const scenario = ({ kind: Device, ticksSinceDeactivation }: ReturnType<typeof ma
 /** The whole demo, with its actor system, grains and logger provided. */
 export const grainsDemo: Effect.Effect<void> = Effect.gen(function* () {
   startedAt = yield* Clock.currentTimeMillis
-  console.log("tickwork grains demo: grain timers on the real clock (about 6 s)")
-  console.log(`${"elapsed".padStart(9)}  ${"who".padEnd(8)} what`)
+  yield* print("tickwork grains demo: grain timers on the real clock (about 6 s)")
+  yield* print(`${"elapsed".padStart(9)}  ${"who".padEnd(8)} what`)
   const device = makeDevice()
   const AlertsLive = Layer.effect(
     Alerts,

@@ -5,8 +5,13 @@
  * warnings and errors on the same timeline (the SchedulerError and the supervisor's restart show up there) and drops
  * the rest, so the output stays readable.
  */
+
 import { Cause, Clock, Effect, HashMap, Logger, LogLevel, Metric, Option, Schedule } from "effect"
 import { Actor, type ActorRef, ActorSystem, EventStream, Metrics } from "tickwork"
+import { entitiesDemo } from "./entities.js"
+import { grainsDemo } from "./grains.js"
+import { collect } from "./output.js"
+import { spotsDemo } from "./spots.js"
 
 // ------------------------------------------------------------------ the timeline
 
@@ -220,10 +225,34 @@ const tour = Effect.gen(function* () {
   yield* say("main", `ticks dropped:   ${dropped.join(", ")}`)
 })
 
+/**
+ * After the actor tour, the grains, Spots and entities demos run at the same time (each on its own real-clock
+ * timeline, with its own actor system) and their timelines are printed one after the other, so the whole demo stays
+ * under 20 seconds. Each also runs alone: `npx tsx demo/grains.ts`, `demo/spots.ts`, `demo/entities.ts`.
+ */
+const models = Effect.gen(function* () {
+  console.log("\n== grains, Spots and entities: three more timelines, recorded side by side (about 6 s) ==")
+  const [grains, spots, entities] = yield* Effect.all(
+    [collect(grainsDemo), collect(spotsDemo), collect(entitiesDemo)],
+    {
+      concurrency: "unbounded"
+    }
+  )
+  for (const [title, lines] of [
+    ["GRAINS: a device grain with a liveness timer and a cron timer, idle passivation, reactivation", grains],
+    ["SPOTS: one slow Spot timer handler under each overrun policy, with the tick fields", spots],
+    ["ENTITIES: randomized periodic timers, a game-clock time skip and the level-unlock example", entities]
+  ] as const) {
+    console.log(`\n== ${title}`)
+    for (const line of lines) console.log(line)
+  }
+})
+
 Effect.runPromise(
   tour.pipe(
     Effect.provide(ActorSystem.layer({ name: "demo" })),
-    Effect.provide(Logger.replace(Logger.defaultLogger, timelineLogger))
+    Effect.provide(Logger.replace(Logger.defaultLogger, timelineLogger)),
+    Effect.zipRight(models)
   )
 ).catch((error: unknown) => {
   console.error(error)

@@ -5,8 +5,9 @@
  *
  * `npx tsx demo/spots.ts` runs it; `import { spotsDemo } from "./spots.js"` gives the effect.
  */
-import { Console, Duration, Effect } from "effect"
+import { Duration, Effect } from "effect"
 import { ActorSystem, OverrunPolicy, Spot, type Tick } from "tickwork"
+import { print } from "./output.js"
 
 const PERIOD = 150
 const HANDLER = 350
@@ -28,8 +29,8 @@ const line = (origin: number, tick: Tick.Tick) =>
 
 const runPolicy = (overrun: OverrunPolicy.OverrunPolicy, explanation: string) =>
   Effect.gen(function* () {
-    yield* Console.log(`\n${overrun}: ${explanation}`)
-    yield* Console.log("  tick delivery  scheduled   started   delay skipped dropped so far")
+    yield* print(`\n${overrun}: ${explanation}`)
+    yield* print("  tick delivery  scheduled   started   delay skipped dropped so far")
     // the timer's start: its first tick is due one period later
     let origin: number | undefined
     const spot = yield* Spot.spawn({
@@ -44,7 +45,7 @@ const runPolicy = (overrun: OverrunPolicy.OverrunPolicy, explanation: string) =>
               Effect.gen(function* () {
                 yield* ctx.update((n) => n + 1)
                 origin ??= tick.scheduledTime - PERIOD
-                yield* Console.log(line(origin, tick))
+                yield* print(line(origin, tick))
                 yield* Effect.sleep(HANDLER) // the slow part, on the Spot's turn
               })
           })
@@ -53,14 +54,14 @@ const runPolicy = (overrun: OverrunPolicy.OverrunPolicy, explanation: string) =>
     yield* Effect.sleep(RUN)
     const handled = yield* spot.run((ctx) => ctx.state)
     yield* spot.stop
-    yield* Console.log(`  ${handled} ticks handled in ${RUN} ms; the Spot stopped, its timer with it`)
+    yield* print(`  ${handled} ticks handled in ${RUN} ms; the Spot stopped, its timer with it`)
   })
 
 /**
  * The demo: the same slow handler under `SkipLateTicks`, `CatchUpBounded(2)` and `DelayNextTick`.
  */
 export const spotsDemo: Effect.Effect<void> = Effect.gen(function* () {
-  yield* Console.log(
+  yield* print(
     `Spot timers: period ${PERIOD} ms, the handler takes ${HANDLER} ms, so ticks go by while it runs. ` +
       "Times are relative to the timer's start."
   )
