@@ -707,6 +707,11 @@ export const decodeOptions = (options: unknown): Effect.Effect<ResolvedOptions, 
     )
   )
 
+// The pool module imports this one, so it is loaded after it (a dynamic import), but right away: by the time a layer
+// is built the import has settled, and building a layer waits for no real time (it stays deterministic under
+// TestClock).
+const poolModule = import("./internal/workerPool.js")
+
 /**
  * Validates `options` and starts a pool of worker threads for the layer's scope; closing the scope ends every thread.
  * With `minThreads` >= 1 the threads start with the layer (which waits for one, so that a thread that cannot start
@@ -733,7 +738,7 @@ export const layer = (options: Options = {}): Layer.Layer<Workers, InvalidWorker
     Workers,
     Effect.gen(function* () {
       const resolved = yield* decodeOptions(options)
-      const pool = yield* Effect.promise(() => import("./internal/workerPool.js"))
+      const pool = yield* Effect.promise(() => poolModule)
       return yield* pool.make(resolved)
     })
   )

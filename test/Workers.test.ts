@@ -182,8 +182,8 @@ describe("Workers pool limits", () => {
       assert.strictEqual(yield* workers.run(spin, 1), 0)
       assert.deepStrictEqual(yield* workers.stats, { threads: 1, running: 0, queued: 0 })
     }).pipe(
-      Effect.provide(ActorSystem.layer({ name: "full" })),
-      Effect.provide(Workers.layer({ minThreads: 1, maxThreads: 1, queueLength: 1 }))
+      // the pool is configured in the system's root options
+      Effect.provide(ActorSystem.layer({ name: "full", workers: { minThreads: 1, maxThreads: 1, queueLength: 1 } }))
     )
   )
 

@@ -46,8 +46,13 @@ const main = Effect.gen(function* () {
   yield* Effect.sleep("3 seconds")
   yield* Effect.logInfo(yield* spot.run((ctx) => ctx.state))
 }).pipe(
-  Effect.provide(ActorSystem.layer({ name: "spots-workers" })),
-  Effect.provide(Workers.layer({ minThreads: 1, maxThreads: 2, idleTime: "10 seconds", queueLength: 100 }))
+  // the system's worker pool is configured in its root options
+  Effect.provide(
+    ActorSystem.layer({
+      name: "spots-workers",
+      workers: { minThreads: 1, maxThreads: 2, idleTime: "10 seconds", queueLength: 100 }
+    })
+  )
 )
 
 // `npx tsx docs/examples/spots-workers.ts`; importing this file runs nothing.

@@ -1,9 +1,10 @@
 /**
- * The runtime of one actor: its mailbox loop, state, children, timers and receive timeout.
+ * The runtime of one actor: its mailbox, state, children, timers and receive timeout.
  *
- * One fiber per actor runs `run`: it drains the mailbox in batches (no suspension per message while work is queued)
- * and parks on the mailbox's resume callback when it is empty. Lifetimes follow DESIGN §3: stop and restart cancel the
- * incarnation's timers and stop its children before anything new starts.
+ * An idle actor has no fiber. Work arriving starts a drain fiber from the actor's own `Runtime`; the drain handles
+ * queued entries back to back (no suspension per message while work is queued) and ends when the mailbox is empty.
+ * A timer tick starts the drain in place, inside the timer driver's turn. Lifetimes follow DESIGN §3: stop and restart
+ * cancel the incarnation's timers (and registered timer tables) and stop its children before anything new starts.
  */
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
@@ -531,7 +532,8 @@ export class ActorCell {
     })
   }
 
-  private offerSystem(message: unknown): void {
+  /** Queues a message ahead of user messages (never refused, even by a full bounded mailbox) and wakes the actor. */
+  offerSystem(message: unknown): void {
     this.mailbox.offerSystem(message)
     this.wake(false)
   }
@@ -753,5 +755,3 @@ const makeContext = (cell: ActorCell): ActorContext<any> => {
     cancelReceiveTimeout: Effect.sync(() => cell.clearReceiveTimeout())
   }
 }
-
-export { Mode as TimerMode }

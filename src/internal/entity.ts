@@ -475,7 +475,7 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
     if (!entry.draining) {
       entry.draining = true
       if (entry.cell === undefined) entry.pending.push({ message: SLEEP, logContext: undefined })
-      else if (entry.cell.mailbox.isFull) entry.cell.mailbox.offerSystem(SLEEP)
+      else if (entry.cell.mailbox.isFull) entry.cell.offerSystem(SLEEP)
       else entry.cell.deliver(SLEEP, undefined, undefined)
     }
     return entry

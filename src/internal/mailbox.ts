@@ -1,21 +1,23 @@
 /**
- * An actor's mailbox: a ring buffer of user entries, a small list of system messages that jump the queue, and one
- * parked resume callback instead of `Queue.take`.
+ * An actor's mailbox: a ring buffer of user entries and a small list of system messages that jump the queue. It is a
+ * plain structure: the owning cell starts a drain fiber when it offers to an idle actor (no `Queue.take`, no parked
+ * fiber).
  *
  * Offering never suspends and never allocates beyond the buffer's growth: a tick is the timer record itself, a plain
- * message without a sender is stored as is. Waking the owner costs one callback when it is parked, nothing otherwise.
+ * message without a sender is stored as is.
  */
-import * as Effect from "effect/Effect"
 
 /** Returned by `poll` when nothing is queued (user messages may themselves be `undefined`). */
 export const EMPTY: unique symbol = Symbol.for("tickwork/Mailbox/empty")
+
+/** An empty mailbox whose buffer grew past this many slots goes back to the initial 16. */
+const SHRINK_ABOVE = 1024
 
 export class Mailbox {
   private buffer: Array<unknown>
   private head = 0
   private length = 0
   private system: Array<unknown> = []
-  private parked: ((effect: Effect.Effect<void>) => void) | undefined = undefined
 
   /** `capacity` bounds user entries; `Infinity` for an unbounded mailbox. */
   constructor(readonly capacity: number) {
@@ -36,14 +38,12 @@ export class Mailbox {
     if (this.length === this.buffer.length) this.grow()
     this.buffer[(this.head + this.length) & (this.buffer.length - 1)] = entry
     this.length++
-    this.wake()
     return true
   }
 
   /** Adds a system message; never refused, handled before user entries. */
   offerSystem(message: unknown): void {
     this.system.push(message)
-    this.wake()
   }
 
   /** The next system message, else the next user entry, else `EMPTY`. */
@@ -59,32 +59,16 @@ export class Mailbox {
     const entry = this.buffer[i]
     this.buffer[i] = undefined
     this.head = (i + 1) & (this.buffer.length - 1)
-    this.length--
+    // A backlog grew the buffer: give the memory back once it has drained.
+    if (--this.length === 0 && this.buffer.length > SHRINK_ABOVE) {
+      this.buffer = new Array(16)
+      this.head = 0
+    }
     return entry
   }
 
   get hasSystemMessages(): boolean {
     return this.system.length > 0
-  }
-
-  /** Suspends until something is offered; returns at once if something already is. */
-  readonly awaitMessage: Effect.Effect<void> = Effect.async<void>((resume) => {
-    if (this.length > 0 || this.system.length > 0) {
-      resume(Effect.void)
-      return
-    }
-    this.parked = resume
-    return Effect.sync(() => {
-      if (this.parked === resume) this.parked = undefined
-    })
-  })
-
-  private wake(): void {
-    const parked = this.parked
-    if (parked !== undefined) {
-      this.parked = undefined
-      parked(Effect.void)
-    }
   }
 
   private grow(): void {

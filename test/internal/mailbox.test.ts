@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FastCheck, Fiber } from "effect"
+import { FastCheck } from "effect"
 import { EMPTY, Mailbox } from "../../src/internal/mailbox.js"
 
 /** A cheap assertion for hot loops: chai's `assert` costs too much to call hundreds of thousands of times. */
@@ -317,128 +317,18 @@ describe("Mailbox", () => {
       assert.deepStrictEqual(out, [8, 9, ...Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? undefined : i))])
     })
   })
+})
 
-  describe("awaitMessage", () => {
-    it.effect("suspends on an empty mailbox and resumes when a user entry is offered later", () =>
-      Effect.gen(function* () {
-        const mailbox = new Mailbox(4)
-        const fiber = yield* Effect.fork(mailbox.awaitMessage)
-        yield* Effect.yieldNow()
-        yield* Effect.yieldNow()
-        assert.isNull(fiber.unsafePoll(), "still waiting while empty")
-        assert.isTrue(mailbox.offer("hello"))
-        yield* Effect.yieldNow()
-        assert.isNotNull(fiber.unsafePoll(), "woken by the offer")
-        yield* Fiber.join(fiber)
-        assert.strictEqual(mailbox.poll(), "hello", "awaiting does not consume the message")
-      })
-    )
-
-    it.effect("resumes when a system message is offered later", () =>
-      Effect.gen(function* () {
-        const mailbox = new Mailbox(4)
-        const fiber = yield* Effect.fork(mailbox.awaitMessage)
-        yield* Effect.yieldNow()
-        assert.isNull(fiber.unsafePoll())
-        mailbox.offerSystem("stop")
-        yield* Effect.yieldNow()
-        assert.isNotNull(fiber.unsafePoll(), "woken by the system message")
-        yield* Fiber.join(fiber)
-        assert.strictEqual(mailbox.poll(), "stop")
-      })
-    )
-
-    it.effect("returns at once when a user entry is already queued", () =>
-      Effect.gen(function* () {
-        const mailbox = new Mailbox(4)
-        mailbox.offer(undefined)
-        const fiber = yield* Effect.fork(mailbox.awaitMessage)
-        yield* Effect.yieldNow()
-        assert.isNotNull(fiber.unsafePoll(), "completed without any offer")
-        assert.strictEqual(mailbox.size, 1)
-      })
-    )
-
-    it.effect("returns at once when a system message is already queued", () =>
-      Effect.gen(function* () {
-        const mailbox = new Mailbox(4)
-        mailbox.offerSystem("s")
-        const fiber = yield* Effect.fork(mailbox.awaitMessage)
-        yield* Effect.yieldNow()
-        assert.isNotNull(fiber.unsafePoll())
-      })
-    )
-
-    it.effect("a consumer parked between batches receives every accepted entry in order", () =>
-      Effect.gen(function* () {
-        const mailbox = new Mailbox(3)
-        const received: Array<unknown> = []
-        const consumer = yield* Effect.fork(
-          Effect.gen(function* () {
-            while (received.length < 9) {
-              yield* mailbox.awaitMessage
-              for (let m = mailbox.poll(); m !== EMPTY; m = mailbox.poll()) received.push(m)
-            }
-          })
-        )
-        for (let batch = 0; batch < 3; batch++) {
-          yield* Effect.yieldNow()
-          assert.isNull(consumer.unsafePoll(), `consumer parked before batch ${batch}`)
-          for (let i = 0; i < 4; i++) mailbox.offer(batch * 3 + i) // the 4th is refused: capacity 3
-          yield* Effect.yieldNow()
-          yield* Effect.yieldNow()
-          assert.strictEqual(mailbox.size, 0, `consumer drained batch ${batch}`)
-        }
-        yield* Fiber.join(consumer)
-        assert.deepStrictEqual(received, [0, 1, 2, 3, 4, 5, 6, 7, 8])
-      })
-    )
-
-    it.effect("parks again after being woken, and wakes again on the next offer", () =>
-      Effect.gen(function* () {
-        const mailbox = new Mailbox(4)
-        for (let round = 0; round < 3; round++) {
-          const fiber = yield* Effect.fork(mailbox.awaitMessage)
-          yield* Effect.yieldNow()
-          assert.isNull(fiber.unsafePoll(), `round ${round}: parked`)
-          mailbox.offer(round)
-          yield* Effect.yieldNow()
-          assert.isNotNull(fiber.unsafePoll(), `round ${round}: woken`)
-          yield* Fiber.join(fiber)
-          assert.strictEqual(mailbox.poll(), round)
-          assert.strictEqual(mailbox.poll(), EMPTY)
-        }
-      })
-    )
-
-    it.effect("an interrupted waiter is unparked and a new waiter is woken", () =>
-      Effect.gen(function* () {
-        const mailbox = new Mailbox(4)
-        const first = yield* Effect.fork(mailbox.awaitMessage)
-        yield* Effect.yieldNow()
-        yield* Fiber.interrupt(first)
-        const second = yield* Effect.fork(mailbox.awaitMessage)
-        yield* Effect.yieldNow()
-        assert.isNull(second.unsafePoll())
-        mailbox.offer("x")
-        yield* Effect.yieldNow()
-        assert.isNotNull(second.unsafePoll(), "the new waiter was woken")
-        yield* Fiber.join(second)
-        assert.strictEqual(mailbox.poll(), "x")
-      })
-    )
-
-    it.effect("an offer after the waiter was interrupted is simply queued", () =>
-      Effect.gen(function* () {
-        const mailbox = new Mailbox(4)
-        const waiter = yield* Effect.fork(mailbox.awaitMessage)
-        yield* Effect.yieldNow()
-        yield* Fiber.interrupt(waiter)
-        assert.isTrue(mailbox.offer("late"))
-        assert.strictEqual(mailbox.size, 1)
-        yield* mailbox.awaitMessage
-        assert.strictEqual(mailbox.poll(), "late")
-      })
-    )
+describe("Mailbox memory", () => {
+  it("a drained mailbox gives back the buffer a backlog grew, and keeps working", () => {
+    const mailbox = new Mailbox(Number.POSITIVE_INFINITY)
+    for (let i = 0; i < 5000; i++) mailbox.offer(i)
+    const grown = (mailbox as unknown as { buffer: Array<unknown> }).buffer.length
+    assert.isAtLeast(grown, 5000)
+    for (let i = 0; i < 5000; i++) assert.strictEqual(mailbox.poll(), i)
+    assert.strictEqual((mailbox as unknown as { buffer: Array<unknown> }).buffer.length, 16)
+    mailbox.offer("after")
+    assert.strictEqual(mailbox.poll(), "after")
+    assert.strictEqual(mailbox.poll(), EMPTY)
   })
 })

@@ -1,6 +1,7 @@
 /**
  * Worker behaviour that is about real time: these tests run on the live clock, bounded to a few seconds, with bounds
- * that are generous for a loaded machine but that the wrong implementation fails by a wide margin. Set
+ * that are generous for a loaded machine but that the wrong implementation fails by a wide margin. `npm test` runs
+ * test/realtime on its own, after the rest of the suite, so other test files do not compete for the two cores. Set
  * SPOT_TIMINGS=1 to print the measured figures.
  */
 
@@ -8,10 +9,10 @@ import { availableParallelism } from "node:os"
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { ActorSystem } from "tickwork"
-import * as OverrunPolicy from "../src/OverrunPolicy.js"
-import * as Spot from "../src/Spot.js"
-import * as Workers from "../src/Workers.js"
-import { busyFor, spin } from "./fixtures/spotCpuTasks.js"
+import * as OverrunPolicy from "../../src/OverrunPolicy.js"
+import * as Spot from "../../src/Spot.js"
+import * as Workers from "../../src/Workers.js"
+import { busyFor, spin } from "../fixtures/spotCpuTasks.js"
 
 const report = (line: string) => {
   if (process.env.SPOT_TIMINGS) console.info(`[timings] ${line}`)
