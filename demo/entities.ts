@@ -12,35 +12,18 @@
  * `npx tsx demo/entities.ts` runs it; `import { entitiesDemo } from "./entities.js"` gives the effect.
  */
 
-import { Cause, Clock, Effect, HashMap, Layer, Logger, LogLevel, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { ActorSystem, Deadline, Entity, EntityTimers, GameClock } from "tickwork"
-import { print, printFrom } from "./output.js"
+import { makeTimeline } from "./output.js"
 
 // ------------------------------------------------------------------ the timeline
 
-let startedAt = 0
-
-const format = (now: number, who: string, what: string) =>
-  `${String(now - startedAt).padStart(6)} ms  ${who.padEnd(8)} ${what}`
-
-/** Prints one timeline line, stamped with Effect's Clock. */
-const say = (who: string, what: string): Effect.Effect<void> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => print(format(now, who, what)))
-
-const scene = (title: string): Effect.Effect<void> => print(`\n-- ${title}`)
-
-/** Warnings and errors join the timeline; everything else is dropped. */
-const timelineLogger = Logger.make(({ annotations, cause, context, date, logLevel, message }) => {
-  if (LogLevel.lessThan(logLevel, LogLevel.Warning)) return
-  const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
-  const reason = Cause.isEmpty(cause) ? "" : `: ${String(Cause.squash(cause))}`
-  const who = Option.getOrElse(HashMap.get(annotations, "actor"), () => "system")
-  printFrom(context, format(date.getTime(), `[${logLevel.label}]`, `${text}${reason} (${String(who)})`))
-})
+const timeline = makeTimeline(8)
+const { say, scene } = timeline
 
 /** Game time as hh:mm:ss, relative to the start of the demo. */
 const gameTime = (ctx: { readonly currentTimeMillis: Effect.Effect<number> }) =>
-  Effect.map(ctx.currentTimeMillis, (now) => new Date(now - startedAt).toISOString().slice(11, 19))
+  Effect.map(ctx.currentTimeMillis, (now) => new Date(timeline.elapsed(now)).toISOString().slice(11, 19))
 
 // ------------------------------------------------------------------ the player
 
@@ -177,14 +160,14 @@ const tour = Effect.gen(function* () {
 
 /** The whole demo, with its actor system, game clock and logger provided. */
 export const entitiesDemo: Effect.Effect<void> = Effect.gen(function* () {
-  startedAt = yield* Clock.currentTimeMillis
-  yield* print("tickwork entities demo: entity timers, deadlines and the game clock on the real clock (about 5 s)")
-  yield* print(`${"elapsed".padStart(9)}  ${"who".padEnd(8)} what`)
+  yield* timeline.start(
+    "tickwork entities demo: entity timers, deadlines and the game clock on the real clock (about 5 s)"
+  )
   yield* tour.pipe(
     Effect.scoped,
     Effect.provide(Layer.merge(ActorSystem.layer({ name: "entities-demo" }), GameClock.layer))
   )
-}).pipe(Effect.orDie, Effect.provide(Logger.replace(Logger.defaultLogger, timelineLogger)))
+}).pipe(Effect.orDie, Effect.provide(timeline.logger))
 
 // `npx tsx demo/entities.ts`; importing this file runs nothing.
 if (import.meta.filename === process.argv[1]) {

@@ -12,29 +12,14 @@
  * `npx tsx demo/grains.ts` runs it; `import { grainsDemo } from "./grains.js"` gives the effect.
  */
 
-import { Cause, Clock, Context, Effect, HashMap, Layer, Logger, LogLevel, Option } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { Actor, type ActorRef, ActorSystem, Grain, Grains, GrainTimers, Passivation } from "tickwork"
-import { print, printFrom } from "./output.js"
+import { makeTimeline } from "./output.js"
 
 // ------------------------------------------------------------------ the timeline
 
-let startedAt = 0
-
-const format = (now: number, who: string, what: string) =>
-  `${String(now - startedAt).padStart(6)} ms  ${who.padEnd(8)} ${what}`
-
-/** Prints one timeline line, stamped with Effect's Clock. */
-const say = (who: string, what: string): Effect.Effect<void> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => print(format(now, who, what)))
-
-/** Warnings and errors join the timeline; everything else is dropped. */
-const timelineLogger = Logger.make(({ annotations, cause, context, date, logLevel, message }) => {
-  if (LogLevel.lessThan(logLevel, LogLevel.Warning)) return
-  const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
-  const reason = Cause.isEmpty(cause) ? "" : `: ${String(Cause.squash(cause))}`
-  const who = Option.getOrElse(HashMap.get(annotations, "actor"), () => "system")
-  printFrom(context, format(date.getTime(), `[${logLevel.label}]`, `${text}${reason} (${String(who)})`))
-})
+const timeline = makeTimeline(8)
+const { say, scene } = timeline
 
 const clockTime = (millis: number) => `${new Date(millis).toISOString().slice(11, 19)} UTC`
 
@@ -126,8 +111,6 @@ const AlertLog = Actor.make<DeviceOffline>()({
 
 // ------------------------------------------------------------------ the scenario
 
-const scene = (title: string): Effect.Effect<void> => print(`\n-- ${title}`)
-
 const scenario = ({ kind: Device, ticksSinceDeactivation }: ReturnType<typeof makeDevice>) =>
   Effect.gen(function* () {
     const grains = yield* Grains.Grains
@@ -166,9 +149,7 @@ const scenario = ({ kind: Device, ticksSinceDeactivation }: ReturnType<typeof ma
 
 /** The whole demo, with its actor system, grains and logger provided. */
 export const grainsDemo: Effect.Effect<void> = Effect.gen(function* () {
-  startedAt = yield* Clock.currentTimeMillis
-  yield* print("tickwork grains demo: grain timers on the real clock (about 6 s)")
-  yield* print(`${"elapsed".padStart(9)}  ${"who".padEnd(8)} what`)
+  yield* timeline.start("tickwork grains demo: grain timers on the real clock (about 6 s)")
   const device = makeDevice()
   const AlertsLive = Layer.effect(
     Alerts,
@@ -179,7 +160,7 @@ export const grainsDemo: Effect.Effect<void> = Effect.gen(function* () {
     Layer.provideMerge(ActorSystem.layer({ name: "grains-demo" }))
   )
   yield* scenario(device).pipe(Effect.provide(GrainsLive))
-}).pipe(Effect.orDie, Effect.provide(Logger.replace(Logger.defaultLogger, timelineLogger)))
+}).pipe(Effect.orDie, Effect.provide(timeline.logger))
 
 // `npx tsx demo/grains.ts`; importing this file runs nothing.
 if (import.meta.filename === process.argv[1]) {

@@ -6,34 +6,17 @@
  * the rest, so the output stays readable.
  */
 
-import { Cause, Clock, Effect, HashMap, Logger, LogLevel, Metric, Option, Schedule } from "effect"
+import { Cause, Clock, Effect, Metric, Schedule } from "effect"
 import { Actor, type ActorRef, ActorSystem, EventStream, Metrics } from "tickwork"
 import { entitiesDemo } from "./entities.js"
 import { grainsDemo } from "./grains.js"
-import { collect } from "./output.js"
+import { collect, makeTimeline } from "./output.js"
 import { spotsDemo } from "./spots.js"
 
 // ------------------------------------------------------------------ the timeline
 
-let startedAt = 0
-
-const format = (now: number, who: string, what: string) =>
-  `${String(now - startedAt).padStart(6)} ms  ${who.padEnd(12)} ${what}`
-
-/** Prints one timeline line, stamped with Effect's Clock. */
-const say = (who: string, what: string): Effect.Effect<void> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => console.log(format(now, who, what))))
-
-const scene = (title: string): Effect.Effect<void> => Effect.sync(() => console.log(`\n-- ${title}`))
-
-/** Warnings and errors join the timeline (message, the failure, the actor); everything else is dropped. */
-const timelineLogger = Logger.make(({ annotations, cause, date, logLevel, message }) => {
-  if (LogLevel.lessThan(logLevel, LogLevel.Warning)) return
-  const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
-  const reason = Cause.isEmpty(cause) ? "" : `: ${String(Cause.squash(cause))}`
-  const who = Option.getOrElse(HashMap.get(annotations, "actor"), () => "system")
-  console.log(format(date.getTime(), `[${logLevel.label}]`, `${text}${reason} (${String(who)})`))
-})
+const timeline = makeTimeline(12)
+const { say, scene } = timeline
 
 // ------------------------------------------------------------------ the actors
 
@@ -157,9 +140,7 @@ const Flaky = Actor.make<FlakyMsg>()({
 const staleCount = Effect.map(Metric.value(Metrics.ticksDropped("stale")), (state) => state.count)
 
 const tour = Effect.gen(function* () {
-  startedAt = yield* Clock.currentTimeMillis
-  console.log("tickwork demo: timers on the real clock (about 10 s)")
-  console.log(`${"elapsed".padStart(9)}  ${"who".padEnd(12)} what`)
+  yield* timeline.start("tickwork demo: timers on the real clock (about 10 s)")
   const system = yield* ActorSystem.ActorSystem
   const stopAll = (refs: ReadonlyArray<ActorRef.ActorRef<never>>) =>
     Effect.forEach(refs, system.stop, { discard: true })
@@ -251,7 +232,7 @@ const models = Effect.gen(function* () {
 Effect.runPromise(
   tour.pipe(
     Effect.provide(ActorSystem.layer({ name: "demo" })),
-    Effect.provide(Logger.replace(Logger.defaultLogger, timelineLogger)),
+    Effect.provide(timeline.logger),
     Effect.zipRight(models)
   )
 ).catch((error: unknown) => {
