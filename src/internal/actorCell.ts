@@ -425,7 +425,7 @@ export class ActorCell {
     })
   }
 
-  /** Runs a tick's own handler on this actor's fiber, under its supervision; the state is left as it is. */
+  /** Runs a tick's own handler on this actor's drain, under its supervision; the state is left as it is. */
   private runTick(handler: Effect.Effect<unknown, unknown>): Effect.Effect<void> | undefined {
     if (this.status !== Status.Running) return undefined
     return Effect.catchAllCause(Effect.asVoid(handler), (cause) => this.onFailure(cause))

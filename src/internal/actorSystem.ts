@@ -313,9 +313,9 @@ export class SystemImpl implements CellHost, SchedulerHost {
   }
 
   /**
-   * Stops everything now. Each top-level actor's fiber is interrupted, which interrupts a handler in flight and runs
-   * the actor's stop sequence (children first, then `postStop`, then dead letters). Then scheduled entries are
-   * cancelled, the engine is emptied and the remaining fibers (scheduler tasks, the driver) are interrupted.
+   * Stops everything now. Each top-level actor is force-stopped: a handler in flight is interrupted and the actor's
+   * stop sequence runs (children first, then `postStop`, then dead letters). Then scheduled entries are cancelled,
+   * the engine is emptied and the remaining fibers (scheduler tasks, the driver and its early fibers) are interrupted.
    */
   shutdown(): Effect.Effect<void> {
     if (this.terminating) return Deferred.await(this.shutdownDone)
@@ -350,8 +350,8 @@ export class SystemImpl implements CellHost, SchedulerHost {
 
 export const make = (options: Options): Effect.Effect<ActorSystemService, never, Scope.Scope> =>
   Effect.gen(function* () {
-    // Fibers live in a child scope that closes after the graceful shutdown below has run (finalizers run in
-    // reverse order), so shutdown stops actors properly before anything is interrupted.
+    // The driver and scheduler-task fibers live in a child scope that closes after the shutdown below has run
+    // (finalizers run in reverse order), so actors are stopped properly before anything else is interrupted.
     const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
     yield* Effect.addFinalizer((exit) => Scope.close(scope, exit))
     const clock = yield* Effect.clock
