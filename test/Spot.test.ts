@@ -206,6 +206,13 @@ describe("Spot context", () => {
   )
 })
 
+/** Appends `what@time` to a Spot's state (a list of events), stamped with the Clock. */
+const mark = (ctx: Spot.SpotContext<ReadonlyArray<string>>, what: string) =>
+  Effect.flatMap(
+    Effect.clockWith((c) => c.currentTimeMillis),
+    (at) => ctx.update((s) => [...s, `${what}@${at}`])
+  )
+
 describe("Spot terminators", () => {
   /**
    * Item A waits 100 ms on an I/O worker closed by `terminator`; item B is queued right behind A. Returns when each
@@ -214,11 +221,6 @@ describe("Spot terminators", () => {
   const race = (terminator: <A, E, R>(call: Workers.WorkerCall<A, E, R>) => Effect.Effect<A, E, R>) =>
     Effect.gen(function* () {
       const spot = yield* Spot.spawn({ initialState: [] as ReadonlyArray<string> }, "race")
-      const mark = (ctx: Spot.SpotContext<ReadonlyArray<string>>, what: string) =>
-        Effect.flatMap(
-          Effect.clockWith((c) => c.currentTimeMillis),
-          (at) => ctx.update((s) => [...s, `${what}@${at}`])
-        )
       yield* spot.submit((ctx) =>
         Effect.gen(function* () {
           yield* mark(ctx, "A start")
@@ -246,11 +248,6 @@ describe("Spot terminators", () => {
   it.effect("after Yield the continuation re-enters the queue behind work queued meanwhile", () =>
     Effect.gen(function* () {
       const spot = yield* Spot.spawn({ initialState: [] as ReadonlyArray<string> }, "requeue")
-      const mark = (ctx: Spot.SpotContext<ReadonlyArray<string>>, what: string) =>
-        Effect.flatMap(
-          Effect.clockWith((c) => c.currentTimeMillis),
-          (at) => ctx.update((s) => [...s, `${what}@${at}`])
-        )
       yield* spot.submit((ctx) =>
         Effect.gen(function* () {
           yield* mark(ctx, "A start")
