@@ -97,7 +97,9 @@ enum Mode {
 class ActorTimer extends MailboxTick {
   active = true
   scheduleState: unknown
-  readonly kind = "actor_timer" as const
+  get kind() {
+    return "actor_timer" as const
+  }
 
   constructor(
     readonly cell: ActorCell,
@@ -159,7 +161,9 @@ class ActorTimer extends MailboxTick {
 /** The receive-timeout timer: re-checks idleness when it fires instead of being re-armed on every message. */
 class ReceiveTimeout extends MailboxTick {
   active = true
-  readonly kind = "receive_timeout" as const
+  get kind() {
+    return "receive_timeout" as const
+  }
 
   constructor(
     readonly cell: ActorCell,

@@ -60,7 +60,8 @@ export class SystemImpl implements CellHost, SchedulerHost {
   readonly eventStream = new EventStreamImpl()
   private readonly cells = new Set<ActorCell>()
   private readonly topLevel = new Map<string, ActorCell>()
-  private readonly scheduled = new Set<ScheduledMessage | ScheduledFunction>()
+  /** Schedules armed and not yet done or cancelled (the entries themselves live in the engine and in mailboxes). */
+  private pendingSchedules = 0
   private readonly byReference = new Map<string, ScheduledMessage>()
   private readonly fibers = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
   private readonly shutdownDone = Deferred.unsafeMake<void>(FiberId.none)
@@ -240,7 +241,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
             const first = Option.getOrUndefined(QuartzCron.next(parsed, this.driver.now()))
             if (first === undefined) return alreadyCancelled
             if (reference !== undefined) this.byReference.set(reference, entry)
-            this.scheduled.add(entry)
+            this.pendingSchedules++
             this.driver.schedule(entry, first)
             return entry.handle
           }
@@ -269,13 +270,13 @@ export class SystemImpl implements CellHost, SchedulerHost {
   }
 
   private arm(entry: ScheduledMessage | ScheduledFunction, delay: number): Cancellable {
-    this.scheduled.add(entry)
+    this.pendingSchedules++
     this.driver.schedule(entry, this.driver.now() + delay)
     return entry.handle
   }
 
   release(entry: ScheduledMessage | ScheduledFunction): void {
-    this.scheduled.delete(entry)
+    this.pendingSchedules--
     if (entry instanceof ScheduledMessage && entry.reference !== undefined) {
       if (this.byReference.get(entry.reference) === entry) this.byReference.delete(entry.reference)
     }
@@ -295,7 +296,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
   // ---------------------------------------------------------------- lifecycle
 
   private stats(): Stats {
-    let timers = this.scheduled.size
+    let timers = this.pendingSchedules
     let drains = 0
     for (const cell of this.cells) {
       if (cell.fiber !== undefined) drains++
@@ -328,8 +329,10 @@ export class SystemImpl implements CellHost, SchedulerHost {
       ),
       Effect.zipRight(
         Effect.suspend(() => {
-          for (const entry of this.scheduled) entry.handle.markCancelled()
-          this.scheduled.clear()
+          // The actors are stopped, so a one-shot message still queued has settled; what is left is in the engine.
+          for (const entry of this.driver.heap.toArray()) {
+            if (entry instanceof ScheduledMessage || entry instanceof ScheduledFunction) entry.handle.unsafeCancel()
+          }
           this.byReference.clear()
           for (const cell of this.cells) cell.cancelTimers()
           const fibers: Array<Fiber.RuntimeFiber<unknown, unknown>> = [...this.driver.close(), ...this.fibers]

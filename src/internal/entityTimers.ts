@@ -53,7 +53,9 @@ export const missedWarning = (name: string, dropped: number): Effect.Effect<void
   ).pipe(Effect.annotateLogs({ timer: name, dropped }))
 
 export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellable {
-  readonly kind = "entity_timer" as const
+  get kind() {
+    return "entity_timer" as const
+  }
   active = true
   /** An invocation of this timer is queued or running. */
   busy = false
@@ -144,7 +146,9 @@ enum OneShotState {
  * absolute one-shot (`deadline` in game time) is registered with its game clock and re-armed when time is skipped.
  */
 export class OneShotEntry extends MailboxTick implements EntityTimer, Cancellable, GameTimer {
-  readonly kind = "entity_timer" as const
+  get kind() {
+    return "entity_timer" as const
+  }
   readonly message = undefined
   private state = OneShotState.Pending
 

@@ -25,7 +25,9 @@ export type Trigger =
   | { readonly _tag: "cron"; readonly cron: QuartzCron.QuartzCron }
 
 export class GrainTimer extends MailboxTick {
-  readonly kind = "grain_timer" as const
+  get kind() {
+    return "grain_timer" as const
+  }
   active = true
 
   constructor(

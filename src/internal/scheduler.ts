@@ -54,16 +54,11 @@ export class ScheduleHandle implements Cancellable {
     this.host.release(this.entry)
   }
 
-  /** Disarms without touching the books (shutdown clears them wholesale). */
-  markCancelled(): void {
-    this.state = State.Cancelled
-    this.host.driver.cancel(this.entry)
-  }
-
   /** Cancels; true when this stopped an active schedule. */
   unsafeCancel(): boolean {
     if (this.state !== State.Pending) return false
-    this.markCancelled()
+    this.state = State.Cancelled
+    this.host.driver.cancel(this.entry)
     this.host.release(this.entry)
     return true
   }
@@ -80,7 +75,9 @@ export class ScheduleHandle implements Cancellable {
 
 /** `scheduleOnce` / `scheduleAtFixedRate`: a tick that goes to the target's mailbox. */
 export class ScheduledMessage extends MailboxTick {
-  readonly kind = "scheduler_message" as const
+  get kind() {
+    return "scheduler_message" as const
+  }
   readonly handle: ScheduleHandle
 
   constructor(

@@ -45,7 +45,9 @@ export const planOnGrid = (
 }
 
 export class SpotTimer extends MailboxTick {
-  readonly kind = "spot_timer" as const
+  get kind() {
+    return "spot_timer" as const
+  }
   readonly message = undefined
   active = true
   /** Fixed-rate policies: the first scheduled index not yet delivered or dropped. */

@@ -66,6 +66,11 @@ export class TimerHeap<E extends HeapEntry> {
     return top
   }
 
+  /** The pending entries, in no particular order (a copy). */
+  toArray(): Array<E> {
+    return this.items.slice()
+  }
+
   /** Removes every entry and returns them. */
   clear(): Array<E> {
     const all = this.items.splice(0, this.items.length)
