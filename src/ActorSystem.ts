@@ -9,16 +9,15 @@
  */
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type { Actor } from "./Actor.js"
 import type { ActorRef } from "./ActorRef.js"
 import type { EventStream } from "./EventStream.js"
 import { make as makeSystem } from "./internal/actorSystem.js"
+import { positiveDuration } from "./internal/duration.js"
 import type { Scheduler } from "./Scheduler.js"
 import * as Workers from "./Workers.js"
 
@@ -46,27 +45,13 @@ export const Options = Schema.Struct({
   mailboxCapacity: Schema.optional(
     Schema.Number.pipe(Schema.int(), Schema.positive({ message: () => "mailboxCapacity must be a positive integer" }))
   ),
-  askTimeout: Schema.optional(positiveDuration("askTimeout")),
+  askTimeout: Schema.optional(positiveDuration("askTimeout", '"5 seconds" or 5000 (millis)')),
   throughput: Schema.optional(
     Schema.Number.pipe(Schema.int(), Schema.positive({ message: () => "throughput must be a positive integer" }))
   ),
   guardian: Schema.optional(Schema.Literal("restart", "stop", "resume")),
   workers: Schema.optional(Workers.Options)
 })
-
-function positiveDuration(option: string) {
-  return Schema.declare(
-    (u): u is Duration.DurationInput =>
-      Option.match(Duration.decodeUnknown(u), {
-        onNone: () => false,
-        onSome: (d) => Duration.isFinite(d) && Duration.toMillis(d) > 0 && !(typeof u === "number" && u <= 0)
-      }),
-    {
-      identifier: "PositiveDuration",
-      message: () => `${option} must be a positive finite duration such as "5 seconds" or 5000 (millis)`
-    }
-  )
-}
 
 /**
  * @since 0.1.0

@@ -29,12 +29,12 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import { type Pipeable, pipeArguments } from "effect/Pipeable"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import type * as Types from "effect/Types"
+import { positiveDuration } from "./internal/duration.js"
 import {
   type Admitted,
   WorkerCallTypeId as CallTypeId,
@@ -578,19 +578,6 @@ export const run = <I, O>(task: CpuTask<I, O>, input: I): Effect.Effect<O, CpuTa
 
 // ---------------------------------------------------------------------------------------------------------- options
 
-const positiveDuration = (option: string) =>
-  Schema.declare(
-    (u): u is Duration.DurationInput =>
-      Option.match(Duration.decodeUnknown(u), {
-        onNone: () => false,
-        onSome: (d) => Duration.isFinite(d) && Duration.toMillis(d) > 0 && !(typeof u === "number" && u <= 0)
-      }),
-    {
-      identifier: "PositiveDuration",
-      message: () => `${option} must be a positive finite duration such as "30 seconds" or 30000 (millis)`
-    }
-  )
-
 const count = (option: string, min: 0 | 1) =>
   Schema.Number.pipe(
     Schema.filter((n) => (Number.isInteger(n) && n >= min) || `${option} must be an integer >= ${min}, got ${n}`)
@@ -622,7 +609,7 @@ const defaultMaxThreads = (): number => Math.max(1, availableParallelism())
 export const Options = Schema.Struct({
   minThreads: Schema.optional(count("minThreads", 0)),
   maxThreads: Schema.optional(count("maxThreads", 1)),
-  idleTime: Schema.optional(positiveDuration("idleTime")),
+  idleTime: Schema.optional(positiveDuration("idleTime", '"30 seconds" or 30000 (millis)')),
   queueLength: Schema.optional(count("queueLength", 0))
 }).pipe(
   Schema.filter((o) => {

@@ -4,6 +4,8 @@
  */
 import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
 
 /** The millis the caller meant, sign included; NaN when the input is not a duration at all. */
@@ -52,4 +54,21 @@ export const intervalMillis = (input: Duration.DurationInput): Either.Either<num
       millis > 0
         ? Either.right(millis)
         : Either.left(new InvalidTimerInterval({ intervalMillis: millis, reason: "must be strictly positive" }))
+  )
+
+/**
+ * A Schema for an option that must be a positive, finite duration (`"5 seconds"`, or millis); its message names the
+ * option and shows `example`.
+ */
+export const positiveDuration = (option: string, example: string): Schema.Schema<Duration.DurationInput> =>
+  Schema.declare(
+    (u): u is Duration.DurationInput =>
+      Option.match(Duration.decodeUnknown(u), {
+        onNone: () => false,
+        onSome: (d) => Duration.isFinite(d) && Duration.toMillis(d) > 0 && !(typeof u === "number" && u <= 0)
+      }),
+    {
+      identifier: "PositiveDuration",
+      message: () => `${option} must be a positive finite duration such as ${example}`
+    }
   )

@@ -11,7 +11,11 @@ import type { LogContext } from "../LogContext.js"
 export const captureFrom = (fiber: Fiber.RuntimeFiber<unknown, unknown>): LogContext | undefined => {
   const annotations = fiber.getFiberRef(FiberRef.currentLogAnnotations)
   const spans = fiber.getFiberRef(FiberRef.currentLogSpan)
-  return HashMap.isEmpty(annotations) && List.isNil(spans) ? undefined : { annotations, spans }
+  if (!List.isNil(spans)) return { annotations, spans }
+  const size = HashMap.size(annotations)
+  // An actor's own `actor` annotation is not context to carry: the receiver replaces it with its own path. So a tell
+  // between actors with nothing else in context costs no envelope.
+  return size === 0 || (size === 1 && HashMap.has(annotations, "actor")) ? undefined : { annotations, spans }
 }
 
 export const currentLogContext: Effect.Effect<LogContext | undefined> = Effect.withFiberRuntime((fiber) =>
