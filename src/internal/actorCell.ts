@@ -416,25 +416,22 @@ export class ActorCell {
         HashMap.set(logContext.annotations, "actor", this.path as unknown)
       ).pipe(Effect.locally(FiberRef.currentLogSpan, logContext.spans))
     }
-    return Effect.matchCauseEffect(effect, this.received)
-  }
-
-  /** How a handled message ends; built once per actor, not once per message. */
-  private readonly received = {
-    onSuccess: (state: unknown): Effect.Effect<void> => {
-      this.state = state
-      this.currentSender = undefined
-      return Effect.void
-    },
-    onFailure: (cause: Cause.Cause<unknown>): Effect.Effect<void> => {
-      this.currentSender = undefined
-      return this.onFailure(cause)
-    }
+    return Effect.matchCauseEffect(effect, {
+      onSuccess: (state) => {
+        this.state = state
+        this.currentSender = undefined
+        return Effect.void
+      },
+      onFailure: (cause) => {
+        this.currentSender = undefined
+        return this.onFailure(cause)
+      }
+    })
   }
 
   /** Runs a tick's own handler on this (running) actor's drain, under its supervision; the state is left as it is. */
   private runTick(handler: Effect.Effect<unknown, unknown>): Effect.Effect<void> {
-    return Effect.catchAllCause(Effect.asVoid(handler), this.received.onFailure)
+    return Effect.catchAllCause(Effect.asVoid(handler), (cause) => this.onFailure(cause))
   }
 
   // ---------------------------------------------------------------- lifecycle
