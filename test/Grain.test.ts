@@ -72,6 +72,19 @@ const makeKind = (probe: TestProbe.TestProbe<string>, setup: Setup = {}) => {
 const live = (kind: Grain.Grain<Msg, number, unknown, never>, options: Grains.Options = {}) =>
   Grains.layer([kind], options).pipe(Layer.provideMerge(ActorSystem.layer({ name: "grains" })))
 
+/** A test body with a probe and a grain kind made from `setup`, run with the grains layer for that kind. */
+const withGrain = <A, E>(
+  setup: Setup,
+  body: (
+    probe: TestProbe.TestProbe<string>,
+    kind: Grain.Grain<Msg, number, unknown, never>
+  ) => Effect.Effect<A, E, Grains.Grains | ActorSystem.ActorSystem>
+) =>
+  Effect.flatMap(TestProbe.make<string>(), (probe) => {
+    const kind = makeKind(probe, setup)
+    return body(probe, kind).pipe(Effect.provide(live(kind)))
+  })
+
 /** Runs `f` inside the grain and returns what it produced (Either of its result). */
 const run = <A, E>(
   kind: Grain.Grain<Msg, number, unknown, never>,
@@ -150,10 +163,8 @@ describe("Grains", () => {
   )
 
   it.effect("handlers run with no deadline from any caller: an ask that times out does not interrupt the handler", () =>
-    Effect.gen(function* () {
-      const probe = yield* TestProbe.make<string>()
-      const kind = makeKind(probe, { passivation: Passivation.never })
-      yield* Effect.gen(function* () {
+    withGrain({ passivation: Passivation.never }, (probe, kind) =>
+      Effect.gen(function* () {
         const asking = yield* Effect.fork(
           Grains.ask(
             kind,
@@ -166,8 +177,8 @@ describe("Grains", () => {
         assert.strictEqual((yield* Effect.flip(asking))._tag, "AskTimeout")
         yield* TestClock.adjust("400 millis")
         assert.include(yield* events(probe), "finished")
-      }).pipe(Effect.provide(live(kind)))
-    })
+      })
+    )
   )
 
   it.effect("an unknown grain kind is a typed error", () =>
@@ -183,10 +194,8 @@ describe("Grains", () => {
 
   describe("timers", () => {
     it.effect("scheduleOnce / schedule deliver the scheduled message through onReceive, as ticks", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, { passivation: Passivation.never })
-        yield* Effect.gen(function* () {
+      withGrain({ passivation: Passivation.never }, (probe, kind) =>
+        Effect.gen(function* () {
           const refs = yield* run(kind, (ctx) =>
             Effect.all([ctx.scheduleOnce(tick("once"), "150 millis"), ctx.schedule(tick("every"), "100 millis")])
           )
@@ -200,70 +209,75 @@ describe("Grains", () => {
             "every#1@200",
             "every#1@300"
           ])
-        }).pipe(Effect.provide(live(kind)))
-      })
+        })
+      )
     )
 
     it.effect("timers registered in onActivate stay dormant until activation completes", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, {
+      withGrain(
+        {
           passivation: Passivation.never,
           onActivate: (props) =>
             Effect.zipRight(
               Effect.all([props.scheduleOnce(tick("early"), 0), props.schedule(tick("every"), "30 millis")]),
               Effect.sleep("100 millis") // a slow activation
             )
-        })
-        yield* Effect.gen(function* () {
-          yield* Grains.tell(kind, "k", { _tag: "Noop" })
-          yield* TestClock.adjust("100 millis")
-          // nothing fired into the grain before it was ready; the due ticks arrive right after, then the grid goes on
-          // "every" came due at 30, 60 and 90 while dormant: it is delivered once; its grid stays 30, 60, ... after
-          assert.deepStrictEqual(yield* timed(probe), ["activate#1@0", "activated#1@100", "early#1@100", "every#1@100"])
-          yield* TestClock.adjust("20 millis")
-          assert.deepStrictEqual(yield* timed(probe), ["every#1@120"])
-        }).pipe(Effect.provide(live(kind)))
-      })
+        },
+        (probe, kind) =>
+          Effect.gen(function* () {
+            yield* Grains.tell(kind, "k", { _tag: "Noop" })
+            yield* TestClock.adjust("100 millis")
+            // nothing fired into the grain before it was ready; the due ticks arrive right after, then the grid goes on
+            // "every" came due at 30, 60 and 90 while dormant: it is delivered once; its grid stays 30, 60, ... after
+            assert.deepStrictEqual(yield* timed(probe), [
+              "activate#1@0",
+              "activated#1@100",
+              "early#1@100",
+              "every#1@100"
+            ])
+            yield* TestClock.adjust("20 millis")
+            assert.deepStrictEqual(yield* timed(probe), ["every#1@120"])
+          })
+      )
     )
 
     it.effect("timers registered in a failing onActivate are discarded; no activation remains", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, {
+      withGrain(
+        {
           onActivate: (props) => Effect.zipRight(props.schedule(tick("every"), "10 millis"), Effect.fail("no database"))
-        })
-        yield* Effect.gen(function* () {
-          const failed = yield* Effect.flip(Grains.ask(kind, "k", { _tag: "Noop" }))
-          assert.strictEqual(failed._tag, "GrainActivationFailed")
-          yield* TestClock.adjust("1 second")
-          assert.deepStrictEqual(yield* events(probe), ["activate#1"])
-          const grains = yield* Grains.Grains
-          assert.strictEqual(yield* grains.activations, 0)
-          const system = yield* ActorSystem.ActorSystem
-          const stats = yield* system.stats
-          assert.strictEqual(stats.engineEntries, 0)
-          assert.strictEqual(stats.actors, 0)
-        }).pipe(Effect.provide(live(kind)))
-      })
+        },
+        (probe, kind) =>
+          Effect.gen(function* () {
+            const failed = yield* Effect.flip(Grains.ask(kind, "k", { _tag: "Noop" }))
+            assert.strictEqual(failed._tag, "GrainActivationFailed")
+            yield* TestClock.adjust("1 second")
+            assert.deepStrictEqual(yield* events(probe), ["activate#1"])
+            const grains = yield* Grains.Grains
+            assert.strictEqual(yield* grains.activations, 0)
+            const system = yield* ActorSystem.ActorSystem
+            const stats = yield* system.stats
+            assert.strictEqual(stats.engineEntries, 0)
+            assert.strictEqual(stats.actors, 0)
+          })
+      )
     )
 
     it.effect("a defect in onActivate also leaves no activation and no timer", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, {
+      withGrain(
+        {
           onActivate: (props) => Effect.zipRight(props.scheduleOnce(tick("x"), 0), Effect.die("bug"))
-        })
-        yield* Effect.gen(function* () {
-          const failed = yield* Effect.flip(Grains.ask(kind, "k", { _tag: "Noop" }))
-          assert.strictEqual(failed._tag, "GrainActivationFailed")
-          yield* TestClock.adjust("1 second")
-          assert.strictEqual((yield* (yield* ActorSystem.ActorSystem).stats).engineEntries, 0)
-          // the next message tries a new activation
-          yield* Grains.tell(kind, "k", { _tag: "Noop" })
-          assert.include(yield* events(probe), "activate#2")
-        }).pipe(Effect.provide(live(kind)))
-      })
+        },
+        (probe, kind) =>
+          Effect.gen(function* () {
+            const failed = yield* Effect.flip(Grains.ask(kind, "k", { _tag: "Noop" }))
+            assert.strictEqual(failed._tag, "GrainActivationFailed")
+            yield* TestClock.adjust("1 second")
+            assert.strictEqual((yield* (yield* ActorSystem.ActorSystem).stats).engineEntries, 0)
+            // the next message tries a new activation
+            yield* Grains.tell(kind, "k", { _tag: "Noop" })
+            assert.include(yield* events(probe), "activate#2")
+          })
+      )
     )
 
     it.effect("passivation stops all timers before onDeactivate, where scheduling fails with GrainTimersStopped", () =>
@@ -301,10 +315,8 @@ describe("Grains", () => {
     )
 
     it.effect("a timer never reactivates a passivated grain; a reactivated grain starts with no timers", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, { passivation: Passivation.idle("1 second") })
-        yield* Effect.gen(function* () {
+      withGrain({ passivation: Passivation.idle("1 second") }, (probe, kind) =>
+        Effect.gen(function* () {
           yield* run(kind, (ctx) => ctx.schedule(tick("every"), "400 millis"))
           yield* TestClock.adjust("1 second")
           yield* probe.receiveAll
@@ -314,49 +326,49 @@ describe("Grains", () => {
           const timers = yield* run(kind, (ctx) => ctx.timers)
           assert.deepStrictEqual(timers.right, [])
           assert.include(yield* events(probe), "activate#2")
-        }).pipe(Effect.provide(live(kind)))
-      })
+        })
+      )
     )
 
     it.effect("keep-alive ticks count as activity; ordinary ticks do not", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, {
+      withGrain(
+        {
           passivation: Passivation.idle("1 second"),
           onActivate: (props) => props.schedule(tick("alive"), "500 millis", GrainTimers.withTimerKeepAlive())
-        })
-        yield* Effect.gen(function* () {
-          yield* Grains.tell(kind, "k", { _tag: "Noop" })
-          yield* TestClock.adjust("10 seconds")
-          assert.notInclude(yield* events(probe), "deactivate#1")
-          assert.isTrue(yield* (yield* Grains.Grains).isActive(kind, "k"))
-          // cancel the keep-alive timer: the grain now passivates one idle period after the last tick
-          yield* run(kind, (ctx) => ctx.cancelSchedule("$timer-1"))
-          yield* TestClock.adjust("1 second")
-          assert.include(yield* events(probe), "deactivate#1")
-        }).pipe(Effect.provide(live(kind)))
-      })
+        },
+        (probe, kind) =>
+          Effect.gen(function* () {
+            yield* Grains.tell(kind, "k", { _tag: "Noop" })
+            yield* TestClock.adjust("10 seconds")
+            assert.notInclude(yield* events(probe), "deactivate#1")
+            assert.isTrue(yield* (yield* Grains.Grains).isActive(kind, "k"))
+            // cancel the keep-alive timer: the grain now passivates one idle period after the last tick
+            yield* run(kind, (ctx) => ctx.cancelSchedule("$timer-1"))
+            yield* TestClock.adjust("1 second")
+            assert.include(yield* events(probe), "deactivate#1")
+          })
+      )
     )
 
     it.effect("delivered ticks count as processed messages for message-count passivation", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, {
+      withGrain(
+        {
           passivation: Passivation.messageCount(3),
           onActivate: (props) => props.schedule(tick("t"), "100 millis")
-        })
-        yield* Effect.gen(function* () {
-          yield* Grains.tell(kind, "k", { _tag: "Noop" }) // 1
-          yield* TestClock.adjust("1 second") // ticks at 100 (2) and 200 (3): deactivated
-          assert.deepStrictEqual(yield* timed(probe), [
-            "activate#1@0",
-            "activated#1@0",
-            "t#1@100",
-            "t#1@200",
-            "deactivate#1@200"
-          ])
-        }).pipe(Effect.provide(live(kind)))
-      })
+        },
+        (probe, kind) =>
+          Effect.gen(function* () {
+            yield* Grains.tell(kind, "k", { _tag: "Noop" }) // 1
+            yield* TestClock.adjust("1 second") // ticks at 100 (2) and 200 (3): deactivated
+            assert.deepStrictEqual(yield* timed(probe), [
+              "activate#1@0",
+              "activated#1@0",
+              "t#1@100",
+              "t#1@200",
+              "deactivate#1@200"
+            ])
+          })
+      )
     )
 
     it.effect("a message arriving while the grain deactivates waits for the next activation", () =>
@@ -395,51 +407,49 @@ describe("Grains", () => {
     )
 
     it.effect("a failure deactivates the grain (timers stop); the next message reactivates it", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, {
+      withGrain(
+        {
           passivation: Passivation.never,
           onActivate: (props) => props.schedule(tick("t"), "100 millis")
-        })
-        yield* Effect.gen(function* () {
-          yield* Grains.tell(kind, "k", { _tag: "Noop" })
-          yield* TestClock.adjust("150 millis")
-          const failed = yield* Effect.flip(Grains.ask(kind, "k", { _tag: "Die" }))
-          assert.strictEqual(failed._tag, "GrainFailed")
-          yield* TestClock.adjust("1 second")
-          assert.deepStrictEqual(yield* events(probe), ["activate#1", "activated#1", "t#1", "deactivate#1"])
-          yield* Grains.tell(kind, "k", tick("again"))
-          yield* TestClock.adjust("100 millis")
-          assert.deepStrictEqual(yield* events(probe), ["activate#2", "activated#2", "again#2(told)", "t#2"])
-        }).pipe(Effect.provide(live(kind)))
-      })
+        },
+        (probe, kind) =>
+          Effect.gen(function* () {
+            yield* Grains.tell(kind, "k", { _tag: "Noop" })
+            yield* TestClock.adjust("150 millis")
+            const failed = yield* Effect.flip(Grains.ask(kind, "k", { _tag: "Die" }))
+            assert.strictEqual(failed._tag, "GrainFailed")
+            yield* TestClock.adjust("1 second")
+            assert.deepStrictEqual(yield* events(probe), ["activate#1", "activated#1", "t#1", "deactivate#1"])
+            yield* Grains.tell(kind, "k", tick("again"))
+            yield* TestClock.adjust("100 millis")
+            assert.deepStrictEqual(yield* events(probe), ["activate#2", "activated#2", "again#2(told)", "t#2"])
+          })
+      )
     )
 
     it.effect("shutdown deactivates: timers stop and onDeactivate runs", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, {
+      withGrain(
+        {
           passivation: Passivation.never,
           onActivate: (props) => props.schedule(tick("t"), "100 millis")
-        })
-        yield* Effect.gen(function* () {
-          yield* Grains.tell(kind, "k", { _tag: "Noop" })
-          yield* TestClock.adjust("100 millis")
-          const system = yield* ActorSystem.ActorSystem
-          yield* system.shutdown
-          assert.deepStrictEqual(yield* events(probe), ["activate#1", "activated#1", "t#1", "deactivate#1"])
-          const stats = yield* system.stats
-          assert.strictEqual(stats.engineEntries, 0)
-          assert.strictEqual(stats.fibers, 0)
-        }).pipe(Effect.provide(live(kind)))
-      })
+        },
+        (probe, kind) =>
+          Effect.gen(function* () {
+            yield* Grains.tell(kind, "k", { _tag: "Noop" })
+            yield* TestClock.adjust("100 millis")
+            const system = yield* ActorSystem.ActorSystem
+            yield* system.shutdown
+            assert.deepStrictEqual(yield* events(probe), ["activate#1", "activated#1", "t#1", "deactivate#1"])
+            const stats = yield* system.stats
+            assert.strictEqual(stats.engineEntries, 0)
+            assert.strictEqual(stats.fibers, 0)
+          })
+      )
     )
 
     it.effect("a tick already in the mailbox when its timer is cancelled, or the grain deactivates, is dropped", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, { passivation: Passivation.never })
-        yield* Effect.gen(function* () {
+      withGrain({ passivation: Passivation.never }, (probe, kind) =>
+        Effect.gen(function* () {
           const stale = Metric.value(Metrics.ticksDropped("stale"))
           const before = (yield* stale).count
           yield* run(kind, (ctx) => ctx.scheduleOnce(tick("once"), "10 millis", GrainTimers.withTimerReference("r")))
@@ -460,15 +470,13 @@ describe("Grains", () => {
           const all = yield* events(probe)
           assert.include(all, "deactivate#1")
           assert.notInclude(all.join(","), "orphan")
-        }).pipe(Effect.provide(live(kind)))
-      })
+        })
+      )
     )
 
     it.effect("references: reuse replaces, cancel, ScheduledReferenceNotFound for unknown or fired one-shots", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, { passivation: Passivation.never })
-        yield* Effect.gen(function* () {
+      withGrain({ passivation: Passivation.never }, (probe, kind) =>
+        Effect.gen(function* () {
           yield* run(kind, (ctx) =>
             Effect.zipRight(
               ctx.schedule(tick("old"), "100 millis", { reference: "hb" }),
@@ -488,15 +496,13 @@ describe("Grains", () => {
           yield* probe.receiveAll
           yield* TestClock.adjust("1 second")
           yield* probe.expectNoMessage()
-        }).pipe(Effect.provide(live(kind)))
-      })
+        })
+      )
     )
 
     it.effect("bad input: InvalidTimerInterval, InvalidTimerDelay, InvalidCronExpression", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, { passivation: Passivation.never })
-        yield* Effect.gen(function* () {
+      withGrain({ passivation: Passivation.never }, (_probe, kind) =>
+        Effect.gen(function* () {
           assert.strictEqual((yield* run(kind, (ctx) => ctx.schedule(tick("x"), 0))).left._tag, "InvalidTimerInterval")
           assert.strictEqual((yield* run(kind, (ctx) => ctx.schedule(tick("x"), -5))).left._tag, "InvalidTimerInterval")
           assert.strictEqual(
@@ -507,15 +513,13 @@ describe("Grains", () => {
           assert.strictEqual(cron.left._tag, "InvalidCronExpression")
           assert.strictEqual(cron.left.field, "hours")
           assert.deepStrictEqual((yield* run(kind, (ctx) => ctx.timers)).right, [])
-        }).pipe(Effect.provide(live(kind)))
-      })
+        })
+      )
     )
 
     it.effect("cron timers fire at exactly the expression's instants (UTC, named zone)", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, { passivation: Passivation.never })
-        yield* Effect.gen(function* () {
+      withGrain({ passivation: Passivation.never }, (probe, kind) =>
+        Effect.gen(function* () {
           // TestClock starts at 1970-01-01T00:00:00Z
           yield* run(kind, (ctx) =>
             Effect.all([
@@ -543,8 +547,8 @@ describe("Grains", () => {
             `quarter#1@${45 * 60_000}`,
             `quarter#1@${60 * 60_000}`
           ])
-        }).pipe(Effect.provide(live(kind)))
-      })
+        })
+      )
     )
 
     it.effect("schedule keeps a fixed cadence: a slow handler queues ticks, execution never overlaps", () =>
@@ -615,69 +619,63 @@ describe("Grains", () => {
     })
 
     it.effect("a keep-alive timer keeps the grain available for a tick due after the idle timeout", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, { passivation: Passivation.idle("1 second") })
-        yield* Effect.gen(function* () {
+      withGrain({ passivation: Passivation.idle("1 second") }, (probe, kind) =>
+        Effect.gen(function* () {
           yield* run(kind, (ctx) => ctx.scheduleOnce(tick("late"), "3 seconds", GrainTimers.withTimerKeepAlive()))
           yield* TestClock.adjust("3 seconds")
           assert.include(yield* events(probe), "late#1")
           // once the one-shot has fired, nothing holds the grain: it passivates one idle period later
           yield* TestClock.adjust("1 second")
           assert.include(yield* events(probe), "deactivate#1")
-        }).pipe(Effect.provide(live(kind)))
-      })
+        })
+      )
     )
 
     it.effect("an ask that cannot be queued (full bounded mailbox) fails at once", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, { passivation: Passivation.never, mailboxCapacity: 1 })
-        yield* Effect.gen(function* () {
+      withGrain({ passivation: Passivation.never, mailboxCapacity: 1 }, (_probe, kind) =>
+        Effect.gen(function* () {
           yield* Grains.tell(kind, "k", { _tag: "Slow", millis: 1000 })
           yield* TestClock.adjust("1 millis") // the slow message runs; the mailbox is empty again
           yield* Grains.tell(kind, "k", { _tag: "Noop" }) // fills it
           const failed = yield* Effect.flip(Grains.ask(kind, "k", { _tag: "Noop" }))
           assert.strictEqual(failed._tag, "AskUndeliverable")
-        }).pipe(Effect.provide(live(kind)))
-      })
+        })
+      )
     )
 
     it.effect("a full bounded mailbox drops ticks (counted) while interval timers keep firing", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, {
+      withGrain(
+        {
           passivation: Passivation.never,
           mailboxCapacity: 1,
           onTick: () => Effect.sleep("1 second")
-        })
-        yield* Effect.gen(function* () {
-          const full = Metric.value(Metrics.ticksDropped("mailbox_full"))
-          const before = (yield* full).count
-          yield* run(kind, (ctx) => ctx.schedule(tick("t"), "100 millis"))
-          yield* TestClock.adjust("2 seconds")
-          // 100 runs until 1100 with 200 queued (capacity 1); 300..1000 dropped; the timer keeps firing after
-          assert.deepStrictEqual(
-            (yield* probe.receiveAll).slice(2).map((r) => r.at),
-            [100, 1100]
-          )
-          assert.isAtLeast((yield* full).count - before, 8)
-        }).pipe(Effect.provide(live(kind)))
-      })
+        },
+        (probe, kind) =>
+          Effect.gen(function* () {
+            const full = Metric.value(Metrics.ticksDropped("mailbox_full"))
+            const before = (yield* full).count
+            yield* run(kind, (ctx) => ctx.schedule(tick("t"), "100 millis"))
+            yield* TestClock.adjust("2 seconds")
+            // 100 runs until 1100 with 200 queued (capacity 1); 300..1000 dropped; the timer keeps firing after
+            assert.deepStrictEqual(
+              (yield* probe.receiveAll).slice(2).map((r) => r.at),
+              [100, 1100]
+            )
+            assert.isAtLeast((yield* full).count - before, 8)
+          })
+      )
     )
 
     it.effect("tellGrain and tellActor from inside a grain", () =>
-      Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const kind = makeKind(probe, { passivation: Passivation.never })
-        yield* Effect.gen(function* () {
+      withGrain({ passivation: Passivation.never }, (probe, kind) =>
+        Effect.gen(function* () {
           yield* run(kind, (ctx) =>
             Effect.zipRight(ctx.tellGrain(kind, "other", tick("hello")), ctx.tellActor(probe.ref, "to-actor"))
           )
           const all = yield* events(probe)
           assert.includeMembers(all, ["to-actor", "hello#2(told)"])
-        }).pipe(Effect.provide(live(kind)))
-      })
+        })
+      )
     )
   })
 })
