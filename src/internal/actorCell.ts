@@ -1,9 +1,10 @@
 /**
  * The runtime of one actor: its mailbox, state, children, timers and receive timeout.
  *
- * An idle actor has no fiber. Work arriving starts a drain fiber from the actor's own `Runtime`; the drain handles
- * queued entries back to back (no suspension per message while work is queued) and ends when the mailbox is empty.
- * A timer tick starts the drain in place, inside the timer driver's turn. Lifetimes follow DESIGN §3: stop and restart
+ * An idle actor has no fiber. Work arriving queues a drain with the system's dispatcher, which runs the drains of many
+ * ready actors on one fiber, each with the actor's own FiberRefs; the drain handles queued entries back to back (no
+ * suspension per message while work is queued) and ends when the mailbox is empty. Ticks are drained inside the timer
+ * driver's turn. Lifetimes follow DESIGN §3: stop and restart
  * cancel the incarnation's timers (and registered timer tables) and stop its children before anything new starts.
  */
 import * as Cause from "effect/Cause"
@@ -14,6 +15,7 @@ import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
+import * as FiberRefs from "effect/FiberRefs"
 import * as HashMap from "effect/HashMap"
 import * as Runtime from "effect/Runtime"
 import type * as Schedule from "effect/Schedule"
@@ -27,6 +29,7 @@ import type { SupervisorStrategy } from "../Supervision.js"
 import type { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
 import type { TimerScheduler } from "../Timers.js"
 import { type ActorHooks, hooksOf } from "./actorHooks.js"
+import { type Dispatcher, installFiberRefs } from "./dispatcher.js"
 import { delayMillis, intervalMillis } from "./duration.js"
 import { EMPTY, Mailbox } from "./mailbox.js"
 import { recordDelivered, recordDropped, recordLateness } from "./metrics.js"
@@ -46,6 +49,7 @@ export interface TimerTable {
 /** What a cell needs from its system. */
 export interface CellHost {
   readonly driver: TimerDriver
+  readonly dispatcher: Dispatcher
   readonly service: ActorSystemService
   readonly throughput: number
   readonly askTimeoutMillis: number
@@ -218,11 +222,17 @@ export class ActorCell {
   readonly timerTables = new Set<TimerTable>()
   readonly done: Deferred.Deferred<void> = Deferred.unsafeMake(FiberId.none)
   readonly context: ActorContext<any>
-  /** The drain fiber while one runs; undefined for an idle actor. */
+  /** The fiber running this actor's drain while one runs; undefined for an idle actor. */
   fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined = undefined
-  /** The actor's context and diagnostic context (its `actor` annotation); set by the system at spawn. */
-  runtime: Runtime.Runtime<never> | undefined = undefined
+  /**
+   * What the actor's handlers run with: its services (`currentContext`) and its diagnostic context (the `actor`
+   * annotation only). Set by the system at spawn; installed on whatever fiber runs the drain.
+   */
+  fiberRefs: FiberRefs.FiberRefs | undefined = undefined
+  /** A drain is queued or running. */
   private draining = false
+  /** `forceStop` took over: a drain still queued must not run. */
+  private forced = false
   private started = false
   private readonly onTerminated: Array<() => void> = []
   receiveTimeout: ReceiveTimeout | undefined = undefined
@@ -287,7 +297,7 @@ export class ActorCell {
     }
     if (this.mailbox.offer(tick)) {
       tick.queued++
-      this.wake(true)
+      this.wake(this.host.driver.firing)
       return undefined
     }
     recordDropped("mailbox_full")
@@ -300,18 +310,21 @@ export class ActorCell {
   // ---------------------------------------------------------------- the drain
 
   /**
-   * Makes sure a drain fiber runs. An idle actor has no fiber at all: a drain is forked when work arrives and ends
-   * when the mailbox is empty. `immediate` (ticks from the timer driver) runs the drain right here until it first
-   * suspends, so a synchronous tick handler completes inside the driver's turn without a fiber wake-up; other
-   * deliveries (tells from handlers) go through the scheduler so that handlers never nest.
+   * Makes sure a drain runs. An idle actor has no fiber at all: its drain is queued with the system's dispatcher,
+   * which runs the drains of many ready actors on one fiber, and ends when the mailbox is empty. Ticks fired in a
+   * driver turn are drained at the end of that turn (a synchronous tick handler completes inside it, with no fiber
+   * wake-up); other deliveries (tells) are drained by a flush the dispatcher schedules, so handlers never nest.
    */
-  wake(immediate: boolean): void {
-    if (this.draining || this.status === Status.Terminated || this.runtime === undefined) return
+  wake(inTurn: boolean): void {
+    if (this.draining || this.status === Status.Terminated || this.fiberRefs === undefined) return
     this.draining = true
-    Runtime.runFork(this.runtime)(this.drain, { immediate })
+    this.host.dispatcher.enqueue(this, inTurn)
   }
 
-  private readonly drain: Effect.Effect<void> = Effect.withFiberRuntime<void>((fiber) => {
+  /** Run by a dispatcher batch fiber: takes on this actor's FiberRefs, then handles the mailbox. */
+  readonly drain: Effect.Effect<void> = Effect.withFiberRuntime<void>((fiber) => {
+    if (this.forced) return Effect.void
+    installFiberRefs(fiber, this.fiberRefs!)
     this.fiber = fiber
     this.budget = this.host.throughput
     let body: Effect.Effect<void>
@@ -360,12 +373,18 @@ export class ActorCell {
    */
   forceStop(): Effect.Effect<void> {
     return Effect.suspend(() => {
-      if (this.status === Status.Terminated || this.runtime === undefined) return Effect.void
+      const fiberRefs = this.fiberRefs
+      if (this.status === Status.Terminated || fiberRefs === undefined) return Effect.void
       const running = this.fiber
       this.draining = true // no new drain may start
+      this.forced = true // and a queued one must not run
       this.fiber = undefined
       const interrupted = running === undefined ? Effect.void : Fiber.interrupt(running)
-      const runtime = this.runtime
+      const runtime = Runtime.make({
+        context: FiberRefs.getOrDefault(fiberRefs, FiberRef.currentContext),
+        fiberRefs,
+        runtimeFlags: Runtime.defaultRuntimeFlags
+      })
       return Effect.zipRight(
         interrupted,
         Effect.suspend(() => Fiber.join(Runtime.runFork(runtime)(this.terminate(true, true))))

@@ -18,7 +18,6 @@ import * as HashMap from "effect/HashMap"
 import * as List from "effect/List"
 import type * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
-import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
 import type { Actor } from "../Actor.js"
 import type { ActorRef } from "../ActorRef.js"
@@ -38,6 +37,7 @@ import type { Cancellable, CronOptions, Scheduler } from "../Scheduler.js"
 import * as Supervision from "../Supervision.js"
 import { ScheduledReferenceNotFound } from "../TimerError.js"
 import { ActorCell, type CellHost } from "./actorCell.js"
+import { Dispatcher } from "./dispatcher.js"
 import { delayMillis, intervalMillis } from "./duration.js"
 import { EventStreamImpl } from "./eventStream.js"
 import { isolated, withoutParentSpan } from "./logContext.js"
@@ -52,6 +52,7 @@ const millisOf = (input: Duration.DurationInput | undefined, fallback: number): 
 
 export class SystemImpl implements CellHost, SchedulerHost {
   readonly driver: TimerDriver
+  readonly dispatcher = new Dispatcher()
   readonly service: ActorSystemService
   readonly throughput: number
   readonly askTimeoutMillis: number
@@ -77,7 +78,11 @@ export class SystemImpl implements CellHost, SchedulerHost {
     private readonly scope: Scope.Scope
   ) {
     const gauge = activeTimers(name)
-    this.driver = new TimerDriver(clock, (size) => gauge.unsafeUpdate(size, NO_TAGS))
+    this.driver = new TimerDriver(
+      clock,
+      (size) => gauge.unsafeUpdate(size, NO_TAGS),
+      () => this.dispatcher.flush()
+    )
     this.throughput = options.throughput ?? 64
     this.askTimeoutMillis = millisOf(options.askTimeout, 5_000)
     this.defaultMailboxCapacity = options.mailboxCapacity ?? Number.POSITIVE_INFINITY
@@ -138,23 +143,16 @@ export class SystemImpl implements CellHost, SchedulerHost {
       const cell = new ActorCell(this, actor, actualName, path, parent)
       siblings.set(actualName, cell)
       this.cells.add(cell)
-      // The actor runs on short-lived drain fibers (no fiber while idle), all started from one runtime per actor:
-      // the spawner's services without its tracing parent, and no diagnostic context but the actor's path.
+      // The actor's drains run on the dispatcher's fibers (no fiber while idle), each with the actor's FiberRefs: the
+      // spawner's services without its tracing parent, and no diagnostic context but the actor's path.
       return Effect.withFiberRuntime<ActorRef<M>, never, R>((fiber) => {
-        const id = fiber.id()
-        const annotated = FiberRefs.updateAs(fiber.getFiberRefs(), {
-          fiberId: id,
-          fiberRef: FiberRef.currentLogAnnotations,
-          value: HashMap.make(["actor", path as unknown])
-        })
-        cell.runtime = Runtime.make({
-          context: withoutParentSpan(fiber.currentContext) as Context.Context<never>,
-          fiberRefs: FiberRefs.updateAs(annotated, {
-            fiberId: id,
-            fiberRef: FiberRef.currentLogSpan,
-            value: List.empty()
-          }),
-          runtimeFlags: Runtime.defaultRuntimeFlags
+        const fiberId = fiber.id()
+        cell.fiberRefs = FiberRefs.updateManyAs(fiber.getFiberRefs(), {
+          entries: [
+            [FiberRef.currentContext, [[fiberId, withoutParentSpan(fiber.currentContext) as Context.Context<never>]]],
+            [FiberRef.currentLogAnnotations, [[fiberId, HashMap.make(["actor", path as unknown])]]],
+            [FiberRef.currentLogSpan, [[fiberId, List.empty()]]]
+          ]
         })
         cell.wake(false)
         return Effect.succeed(cell.ref as ActorRef<M>)

@@ -52,13 +52,17 @@ export class TimerDriver {
   private parked: ((effect: Effect.Effect<void>) => void) | undefined = undefined
   private wakeRequested = false
   private closed = false
+  /** True while a turn fires entries: a tick offered now is run by `afterFire` at the end of the batch. */
+  firing = false
   /** The primary fiber's runtime: early fibers are forked with it, synchronously, from `schedule`. */
   private runtime: Runtime.Runtime<never> | undefined = undefined
 
   constructor(
     readonly clock: Clock.Clock,
     /** Called after each turn with the number of armed timers (feeds the active-timers gauge). */
-    private readonly onTurn: (size: number) => void = () => {}
+    private readonly onTurn: (size: number) => void = () => {},
+    /** Called after each batch of fired entries, still inside the turn: runs the drains the ticks made ready. */
+    private readonly afterFire: () => void = () => {}
   ) {}
 
   /** The clock's time in epoch millis. */
@@ -122,16 +126,24 @@ export class TimerDriver {
   /** Fires everything due at `now`, in (due, seq) order, up to a batch. Entries re-armed at or before `now` fire too. */
   private fireDue(now: number, budget = BATCH): Effect.Effect<void> | undefined {
     let entry: TimerEntry | undefined
+    this.firing = true
     while (budget-- > 0 && (entry = this.heap.popDue(now)) !== undefined) {
       this.stats.fired++
       const more = entry.fire(now, this)
       if (more !== undefined) {
         // Rare path: finish this entry's effect, then continue with the rest of the due entries.
+        this.endFiring()
         const rest = budget
         return Effect.flatMap(more, () => this.fireDue(now, rest) ?? Effect.void)
       }
     }
+    this.endFiring()
     return undefined
+  }
+
+  private endFiring(): void {
+    this.firing = false
+    this.afterFire()
   }
 
   /** Sleeps `delay` ms through the clock; 0 still yields to the event loop on the live clock. */
