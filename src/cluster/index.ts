@@ -4,4 +4,17 @@
  *
  * @since 0.2.0
  */
-export {}
+
+/**
+ * Runner processes: socket runner, SQLite or PostgreSQL storage, test runners.
+ *
+ * @since 0.2.0
+ */
+export * as ClusterRunner from "./ClusterRunner.js"
+
+/**
+ * Cluster-wide Quartz cron, once per instant across the runners.
+ *
+ * @since 0.2.0
+ */
+export * as ClusterScheduler from "./ClusterScheduler.js"

@@ -1,0 +1,352 @@
+/**
+ * Cluster-wide cron: run an effect at each instant of a Quartz cron expression, once per instant across all the
+ * runners of a cluster.
+ *
+ * Every runner registers the same schedules (as layers in its runner stack, or in a scope); one runner at a time
+ * drives each schedule (an @effect/cluster singleton), and each instant is a persisted message delivered at that
+ * instant to whichever runner owns it then, as in @effect/cluster's `ClusterCron`, but with Quartz expressions
+ * (`QuartzCron`) evaluated in UTC unless a zone is given.
+ *
+ * Guarantees (see docs/cluster.md for the reasoning and the tests behind them):
+ * - **Once per instant.** Each instant runs `execute` inside one SQL transaction of the runners' storage, together
+ *   with the row that records the instant. SQL written through the `SqlClient` in `execute` therefore commits
+ *   exactly once per instant; anything outside it (HTTP calls, emails) happens at least once: it can repeat when a
+ *   runner dies after it and before the commit.
+ * - **No instant lost to a dead runner.** The instants a schedule misses while its runner is being replaced run
+ *   late, in order, each once, as long as they are at most `misfireThreshold` late (default 1 minute, as Quartz).
+ * - **Whole cluster down** (or the schedule registered nowhere) for longer than that: the pending instant runs once
+ *   on recovery (`fire.misfired` is true), the instants missed since are skipped with one warning that counts them,
+ *   and the schedule continues on its grid from now.
+ * - **A failing `execute`** (error or defect) has its SQL rolled back, is logged as a warning and recorded with
+ *   outcome `"failed"`; the schedule continues with the next instant (no retry).
+ * - **Lateness**: an instant runs at most about `entityMessagePollInterval` (1 second by default) after it is due
+ *   while its runner is healthy.
+ *
+ * With SQLite keep `execute` short: the transaction holds the file's write lock (and, in one runner, its single
+ * connection) while it runs. Do not wait inside `execute` for SQL that another fiber runs: it cannot get the
+ * connection of a transaction in progress.
+ *
+ * @since 0.2.0
+ */
+import * as Sharding from "@effect/cluster/Sharding"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlError from "@effect/sql/SqlError"
+import * as Data from "effect/Data"
+import type * as DateTime from "effect/DateTime"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import * as GrainTimers from "../GrainTimers.js"
+import * as QuartzCron from "../QuartzCron.js"
+import type { InvalidCronExpression } from "../TimerError.js"
+import * as internal from "./internal/cron.js"
+
+/**
+ * Options of one schedule; combine several by passing them one after the other (later ones win). The grain timer
+ * helpers `GrainTimers.withTimerReference` and `GrainTimers.withTimeZone` are accepted as they are.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface CronOptions {
+  /** Names the schedule cluster-wide (required): 1-100 characters, the same on every runner. */
+  readonly reference?: string
+  /** IANA zone the expression is evaluated in (default `"UTC"`). */
+  readonly timeZone?: string
+  /** How late an instant may run and still count as on time (default 1 minute); see the module docs. */
+  readonly misfireThreshold?: Duration.DurationInput
+}
+
+/**
+ * Names the schedule; required in cluster mode, since the reference is what makes every runner agree on it.
+ *
+ * @example
+ * ```ts
+ * import { ClusterScheduler } from "tickwork/cluster"
+ *
+ * const options = ClusterScheduler.withTimerReference("nightly-report")
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const withTimerReference: (reference: string) => CronOptions = GrainTimers.withTimerReference
+
+/**
+ * Evaluates the expression in `timeZone` instead of UTC.
+ *
+ * @example
+ * ```ts
+ * import { ClusterScheduler } from "tickwork/cluster"
+ *
+ * const options = ClusterScheduler.withTimeZone("Europe/Berlin")
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const withTimeZone: (timeZone: string) => CronOptions = GrainTimers.withTimeZone
+
+/**
+ * Sets how late an instant may run and still count as on time (not negative; 0 means a late instant always skips
+ * the ones missed after it).
+ *
+ * @example
+ * ```ts
+ * import { ClusterScheduler } from "tickwork/cluster"
+ *
+ * const options = ClusterScheduler.withMisfireThreshold("5 minutes")
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const withMisfireThreshold = (misfireThreshold: Duration.DurationInput): CronOptions => ({ misfireThreshold })
+
+/**
+ * What `execute` is told about the instant it runs for: `reference`, `instant`, how `late` it started, and
+ * `misfired` (true for the one run of an instant older than the misfire threshold).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Fire = internal.Fire
+
+/**
+ * One fired instant as recorded in storage (kept for a day).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type HistoryEntry = internal.HistoryEntry
+
+/**
+ * `scheduleWithCron` was called without a reference: in a cluster the reference is the schedule's identity.
+ *
+ * @example
+ * ```ts
+ * import { ClusterScheduler } from "tickwork/cluster"
+ *
+ * console.log(new ClusterScheduler.MissingCronReference({ expression: "0 0 * * * ?" }).message)
+ * ```
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class MissingCronReference extends Data.TaggedError("MissingCronReference")<{ readonly expression: string }> {
+  override get message(): string {
+    return (
+      `cluster cron "${this.expression}" has no reference: add ClusterScheduler.withTimerReference(name), ` +
+      "the same on every runner"
+    )
+  }
+}
+
+/**
+ * A schedule option was invalid (an empty or too long reference, a reference already registered on this runner, a
+ * negative misfire threshold); `issues` names each.
+ *
+ * @example
+ * ```ts
+ * import { ClusterScheduler } from "tickwork/cluster"
+ *
+ * const error = new ClusterScheduler.InvalidClusterCronOptions({ reference: "", issues: ["reference: empty"] })
+ * console.log(error.message)
+ * ```
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class InvalidClusterCronOptions extends Data.TaggedError("InvalidClusterCronOptions")<{
+  readonly reference: string
+  readonly issues: ReadonlyArray<string>
+}> {
+  override get message(): string {
+    return `invalid options for cluster cron "${this.reference}": ${this.issues.join("; ")}`
+  }
+}
+
+/**
+ * Any error `scheduleWithCron` and `layer` fail with.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export type ClusterSchedulerError = MissingCronReference | InvalidClusterCronOptions | InvalidCronExpression
+
+/** References registered per runner (per `Sharding` instance), to reject a second registration of one. */
+const registered = new WeakMap<object, Set<string>>()
+
+const DEFAULT_MISFIRE_THRESHOLD = Duration.minutes(1)
+
+type Execute<E, R> = Effect.Effect<unknown, E, R> | ((fire: Fire) => Effect.Effect<unknown, E, R>)
+
+const define = <E, R>(
+  expression: string,
+  execute: Execute<E, R>,
+  options: ReadonlyArray<CronOptions>
+): Effect.Effect<internal.Definition<E, R>, ClusterSchedulerError> =>
+  Effect.gen(function* () {
+    const merged: CronOptions = Object.assign({}, ...options)
+    const reference = merged.reference
+    if (reference === undefined) return yield* new MissingCronReference({ expression })
+    const issues: Array<string> = []
+    if (reference.length === 0 || reference.length > 100) {
+      issues.push(`reference: must be 1-100 characters, got ${reference.length}`)
+    }
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point
+    if (/[\u0000-\u001f]/.test(reference)) issues.push("reference: must not contain control characters")
+    let misfireThresholdMillis = Duration.toMillis(DEFAULT_MISFIRE_THRESHOLD)
+    if (merged.misfireThreshold !== undefined) {
+      const decoded = Duration.decodeUnknown(merged.misfireThreshold)
+      if (Option.isNone(decoded) || !Duration.isFinite(decoded.value)) {
+        issues.push(`misfireThreshold: ${String(merged.misfireThreshold)} is not a finite duration`)
+      } else {
+        misfireThresholdMillis = Duration.toMillis(decoded.value)
+      }
+    }
+    if (issues.length > 0) return yield* new InvalidClusterCronOptions({ reference, issues })
+    const timeZone = merged.timeZone ?? "UTC"
+    const cron = yield* QuartzCron.make(expression, { timeZone })
+    return {
+      reference,
+      cron,
+      timeZone,
+      misfireThresholdMillis,
+      execute: typeof execute === "function" ? execute : () => execute
+    }
+  })
+
+/**
+ * Runs `execute` at each instant of the Quartz cron `expression`, once per instant across the cluster, for as long
+ * as the surrounding scope is open on at least one runner. Register it on every runner (same expression, zone and
+ * reference); a reference is required. `execute` may be an effect or a function of the `Fire`.
+ *
+ * Fails with `MissingCronReference` without a reference, `InvalidCronExpression` for a bad expression or zone, and
+ * `InvalidClusterCronOptions` for a bad reference (or one already registered on this runner) or threshold.
+ *
+ * Closing the scope stops the schedule on this runner only; a schedule registered on no runner keeps its next
+ * instant in storage and resumes (by the misfire rules) when it is registered again. A changed expression or zone
+ * under the same reference starts over from the next instant of the new one.
+ *
+ * @example
+ * ```ts
+ * import { SqlClient } from "@effect/sql"
+ * import { DateTime, Effect } from "effect"
+ * import { ClusterScheduler } from "tickwork/cluster"
+ *
+ * const hourly = ClusterScheduler.scheduleWithCron(
+ *   "0 0 * * * ?",
+ *   (fire) =>
+ *     Effect.gen(function* () {
+ *       const sql = yield* SqlClient.SqlClient
+ *       // Commits with the instant's record: exactly once per instant.
+ *       yield* sql`INSERT INTO hourly_totals (hour) VALUES (${DateTime.formatIso(fire.instant)})`
+ *     }),
+ *   ClusterScheduler.withTimerReference("hourly-totals"),
+ *   ClusterScheduler.withTimeZone("Europe/Berlin")
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const scheduleWithCron = <E, R>(
+  expression: string,
+  execute: Execute<E, R>,
+  ...options: ReadonlyArray<CronOptions>
+): Effect.Effect<
+  void,
+  ClusterSchedulerError,
+  Sharding.Sharding | SqlClient.SqlClient | Scope.Scope | Exclude<R, Scope.Scope>
+> =>
+  Effect.gen(function* () {
+    const definition = yield* define(expression, execute, options)
+    const sharding = yield* Sharding.Sharding
+    let references = registered.get(sharding)
+    if (references === undefined) registered.set(sharding, (references = new Set()))
+    if (references.has(definition.reference)) {
+      return yield* new InvalidClusterCronOptions({
+        reference: definition.reference,
+        issues: ["reference: already registered on this runner"]
+      })
+    }
+    const own = references
+    own.add(definition.reference)
+    yield* Effect.addFinalizer(() => Effect.sync(() => own.delete(definition.reference)))
+    yield* internal.ensureTables.pipe(Effect.orDie)
+    yield* internal.register(definition)
+  }) as Effect.Effect<
+    void,
+    ClusterSchedulerError,
+    Sharding.Sharding | SqlClient.SqlClient | Scope.Scope | Exclude<R, Scope.Scope>
+  >
+
+/**
+ * `scheduleWithCron` as a layer: the schedule lives as long as the layer. Add it to every runner's layer.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
+ *
+ * const Cleanup = ClusterScheduler.layer(
+ *   "0 30 3 * * ?",
+ *   Effect.log("purging expired sessions"),
+ *   ClusterScheduler.withTimerReference("purge-sessions")
+ * )
+ * const Runner = Cleanup.pipe(Layer.provideMerge(ClusterRunner.layer({ port: 34431 })))
+ * ```
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layer = <E, R>(
+  expression: string,
+  execute: Execute<E, R>,
+  ...options: ReadonlyArray<CronOptions>
+): Layer.Layer<never, ClusterSchedulerError, Sharding.Sharding | SqlClient.SqlClient | Exclude<R, Scope.Scope>> =>
+  Layer.scopedDiscard(scheduleWithCron(expression, execute, ...options))
+
+/**
+ * The most recent fired instants of a schedule (up to `limit`, default 100), oldest first, from storage.
+ *
+ * @example
+ * ```ts
+ * import { DateTime, Effect } from "effect"
+ * import { ClusterScheduler } from "tickwork/cluster"
+ *
+ * const report = Effect.gen(function* () {
+ *   const fired = yield* ClusterScheduler.history("hourly-totals", { limit: 24 })
+ *   for (const entry of fired) console.log(DateTime.formatIso(entry.instant), entry.runner, entry.outcome)
+ * })
+ * ```
+ *
+ * @since 0.2.0
+ * @category combinators
+ */
+export const history = (
+  reference: string,
+  options?: { readonly limit?: number }
+): Effect.Effect<ReadonlyArray<HistoryEntry>, SqlError.SqlError, SqlClient.SqlClient> =>
+  internal.history(reference, Math.max(1, Math.floor(options?.limit ?? 100)))
+
+/**
+ * The instant a schedule waits for next, from storage; none if it was never started or has no more instants.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ClusterScheduler } from "tickwork/cluster"
+ *
+ * const next = ClusterScheduler.nextInstant("hourly-totals")
+ * ```
+ *
+ * @since 0.2.0
+ * @category combinators
+ */
+export const nextInstant = (
+  reference: string
+): Effect.Effect<Option.Option<DateTime.Utc>, SqlError.SqlError, SqlClient.SqlClient> => internal.nextInstant(reference)

@@ -1,0 +1,183 @@
+/**
+ * The layers behind `ClusterRunner`: storage (SQLite file or PostgreSQL) checked before anything else starts, then
+ * @effect/cluster's socket runner on top of SQL message and runner storage, or a runner without transport for tests.
+ *
+ * @internal
+ */
+import type * as MessageStorage from "@effect/cluster/MessageStorage"
+import * as RunnerAddress from "@effect/cluster/RunnerAddress"
+import * as RunnerHealth from "@effect/cluster/RunnerHealth"
+import type * as RunnerStorage from "@effect/cluster/RunnerStorage"
+import * as Runners from "@effect/cluster/Runners"
+import * as Sharding from "@effect/cluster/Sharding"
+import * as ShardingConfig from "@effect/cluster/ShardingConfig"
+import * as SocketRunner from "@effect/cluster/SocketRunner"
+import * as SqlMessageStorage from "@effect/cluster/SqlMessageStorage"
+import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
+import * as Reactivity from "@effect/experimental/Reactivity"
+import type * as SocketServer from "@effect/platform/SocketServer"
+import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import * as RpcSerialization from "@effect/rpc/RpcSerialization"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
+
+/** Where a runner keeps its messages, shard locks and tickwork's own tables. */
+export type Storage =
+  | { readonly _tag: "Sqlite"; readonly filename: string; readonly busyTimeoutMillis: number }
+  | {
+      readonly _tag: "Postgres"
+      readonly url: Redacted.Redacted<string>
+      readonly connectTimeoutMillis: number
+      readonly maxConnections: number | undefined
+    }
+
+export interface TablesService {
+  /** Prefix of every table: @effect/cluster's (`<prefix>_messages`, ...) and tickwork's (`<prefix>_tickwork_...`). */
+  readonly prefix: string
+}
+
+/** The table prefix a runner uses, so tickwork's modules create their tables beside @effect/cluster's. */
+export class Tables extends Context.Reference<Tables>()("tickwork/cluster/ClusterRunner/Tables", {
+  defaultValue: (): TablesService => ({ prefix: "cluster" })
+}) {}
+
+export const describeStorage = (storage: Storage): string => {
+  if (storage._tag === "Sqlite") return `SQLite file ${storage.filename}`
+  // Never print a password: keep the URL's scheme, host, port and database only.
+  const url = Redacted.value(storage.url)
+  try {
+    const parsed = new URL(url)
+    return `PostgreSQL ${parsed.host}${parsed.pathname}`
+  } catch {
+    return "PostgreSQL (unparsable URL)"
+  }
+}
+
+/** The reason a storage failed to open, from the error or defect that said so. */
+export const reasonOf = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  const inner = (error as { readonly cause?: unknown })?.cause
+  const pick = (u: unknown): string | undefined =>
+    u instanceof Error ? u.message : typeof u === "string" ? u : undefined
+  const outer = pick(error)
+  const detail = pick(inner)
+  if (outer !== undefined && detail !== undefined && detail !== "" && !outer.includes(detail)) {
+    return `${outer}: ${detail}`
+  }
+  return detail !== undefined && detail !== "" ? detail : (outer ?? String(error))
+}
+
+/**
+ * Opens the SQL client and proves it can write, or fails with `onUnavailable(reason)`. SQLite's constructor throws
+ * (a defect in @effect/sql-sqlite-node) for a missing directory, so defects are turned into the typed error too.
+ */
+export const makeSqlClient = <E>(
+  storage: Storage,
+  onUnavailable: (reason: string) => E
+): Effect.Effect<SqlClient.SqlClient, E, Scope.Scope> => {
+  const open: Effect.Effect<SqlClient.SqlClient, unknown, Scope.Scope> =
+    storage._tag === "Sqlite"
+      ? Effect.tap(Effect.provide(SqliteClient.make({ filename: storage.filename }), Reactivity.layer), (sql) =>
+          // Checks that the file is writable (journal files included) and sets how long a statement waits for
+          // another process's write lock. better-sqlite3 waits synchronously, so this also bounds event-loop stalls.
+          Effect.zipRight(
+            sql.unsafe(`PRAGMA busy_timeout = ${storage.busyTimeoutMillis}`).raw,
+            sql.unsafe("BEGIN IMMEDIATE").raw.pipe(Effect.zipRight(sql.unsafe("ROLLBACK").raw))
+          )
+        )
+      : Effect.provide(
+          PgClient.make({
+            url: storage.url,
+            connectTimeout: Duration.millis(storage.connectTimeoutMillis),
+            ...(storage.maxConnections === undefined ? {} : { maxConnections: storage.maxConnections })
+          }),
+          Reactivity.layer
+        )
+  return open.pipe(
+    Effect.catchAllCause((cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.failCause(cause as Cause.Cause<never>)
+        : Effect.fail(onUnavailable(reasonOf(cause)))
+    )
+  )
+}
+
+export const layerSqlClient = <E>(
+  storage: Storage,
+  onUnavailable: (reason: string) => E
+): Layer.Layer<SqlClient.SqlClient, E> => Layer.scoped(SqlClient.SqlClient, makeSqlClient(storage, onUnavailable))
+
+/**
+ * @effect/cluster's SQL message and runner storage under `prefix`. Their migrations die on failure; after the probe
+ * in `layerSqlClient` that means the storage went away while starting, reported as the same typed error.
+ */
+export const layerClusterStorage = <E>(
+  prefix: string,
+  onUnavailable: (reason: string) => E
+): Layer.Layer<
+  MessageStorage.MessageStorage | RunnerStorage.RunnerStorage,
+  E,
+  SqlClient.SqlClient | ShardingConfig.ShardingConfig
+> =>
+  Layer.merge(SqlMessageStorage.layerWith({ prefix }), SqlRunnerStorage.layerWith({ prefix })).pipe(
+    Layer.catchAllCause((cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Layer.failCause(cause as Cause.Cause<never>)
+        : Layer.fail(onUnavailable(reasonOf(cause)))
+    )
+  )
+
+export type ClusterServices = Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage | Tables
+
+/** A runner process: the socket transport (msgpack), ping health checks and SQL storage. */
+export const layerSocketRunner = <E>(options: {
+  readonly config: ShardingConfig.ShardingConfig["Type"]
+  readonly prefix: string
+  readonly onUnavailable: (reason: string) => E
+}): Layer.Layer<ClusterServices, E | SocketServer.SocketServerError, SqlClient.SqlClient> => {
+  const config = ShardingConfig.layer(options.config)
+  const transport = Layer.provide(SocketRunner.layer, [
+    NodeClusterSocket.layerSocketServer,
+    NodeClusterSocket.layerClientProtocol
+  ])
+  const health = RunnerHealth.layerPing.pipe(
+    Layer.provide(Runners.layerRpc),
+    Layer.provide(NodeClusterSocket.layerClientProtocol)
+  )
+  return transport.pipe(
+    Layer.provide(health),
+    Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable)),
+    Layer.provide(config),
+    Layer.provide(RpcSerialization.layerMsgPack),
+    Layer.provideMerge(Layer.succeed(Tables, { prefix: options.prefix }))
+  ) as Layer.Layer<ClusterServices, E | SocketServer.SocketServerError, SqlClient.SqlClient>
+}
+
+/**
+ * A runner without transport, for tests in one process: persisted messages still go through SQL storage, so several
+ * of these over one SQL client behave as runners of one cluster for persisted traffic; health checks always pass.
+ */
+export const layerLocalRunner = <E>(options: {
+  readonly config: ShardingConfig.ShardingConfig["Type"]
+  readonly prefix: string
+  readonly onUnavailable: (reason: string) => E
+}): Layer.Layer<ClusterServices, E, SqlClient.SqlClient> =>
+  Sharding.layer.pipe(
+    Layer.provideMerge(Runners.layerNoop),
+    Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable)),
+    Layer.provide(RunnerHealth.layerNoop),
+    Layer.provide(ShardingConfig.layer(options.config)),
+    Layer.provideMerge(Layer.succeed(Tables, { prefix: options.prefix }))
+  ) as Layer.Layer<ClusterServices, E, SqlClient.SqlClient>
+
+export const runnerAddress = (host: string, port: number): Option.Option<RunnerAddress.RunnerAddress> =>
+  Option.some(RunnerAddress.make(host, port))
