@@ -227,9 +227,12 @@ const define = <E, R>(
  * Fails with `MissingCronReference` without a reference, `InvalidCronExpression` for a bad expression or zone, and
  * `InvalidClusterCronOptions` for a bad reference (or one already registered on this runner) or threshold.
  *
- * Closing the scope stops the schedule on this runner only; a schedule registered on no runner keeps its next
- * instant in storage and resumes (by the misfire rules) when it is registered again. A changed expression or zone
- * under the same reference starts over from the next instant of the new one.
+ * Register schedules for the lifetime of the runner (as `layer`s of every runner): closing the scope stops the
+ * schedule on this runner only, and @effect/cluster does not let the same runner register it again (a second
+ * registration fails with `InvalidClusterCronOptions`). Instants whose messages land on a runner that dropped the
+ * schedule wait there until it restarts, so remove a schedule from every runner. A schedule registered on no runner
+ * keeps its next instant in storage and resumes (by the misfire rules) when a runner registers it again. A changed
+ * expression or zone under the same reference starts over from the next instant of the new one.
  *
  * @example
  * ```ts
@@ -270,12 +273,12 @@ export const scheduleWithCron = <E, R>(
     if (references.has(definition.reference)) {
       return yield* new InvalidClusterCronOptions({
         reference: definition.reference,
-        issues: ["reference: already registered on this runner"]
+        issues: ["reference: already registered on this runner (even once closed, it cannot be registered there again)"]
       })
     }
-    const own = references
-    own.add(definition.reference)
-    yield* Effect.addFinalizer(() => Effect.sync(() => own.delete(definition.reference)))
+    // Never removed: @effect/cluster 0.60.2 keeps a closed entity type registered on its runner, so a second
+    // registration there would silently do nothing. Another runner (or this one restarted) can take it up.
+    references.add(definition.reference)
     yield* internal.ensureTables.pipe(Effect.orDie)
     yield* internal.register(definition)
   }) as Effect.Effect<

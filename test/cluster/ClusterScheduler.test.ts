@@ -1,0 +1,420 @@
+import { SqlClient } from "@effect/sql"
+import { assert, describe, it } from "@effect/vitest"
+import { Context, DateTime, Effect, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
+import { GrainTimers } from "tickwork"
+import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
+import { captureLogs } from "../utils.js"
+
+const iso = (millis: number) => DateTime.formatIso(DateTime.unsafeMake(millis))
+
+/** Moves the test clock one second at a time, so every storage poll on the way runs. */
+const advance = (seconds: number) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < seconds; i++) yield* TestClock.adjust("1 second")
+  })
+
+/** The instants `scheduleWithCron` ran, as ISO strings, and an `execute` that records them. */
+const recorder = () => {
+  const fired: Array<string> = []
+  const fires: Array<ClusterScheduler.Fire> = []
+  return {
+    fired,
+    fires,
+    execute: (fire: ClusterScheduler.Fire) =>
+      Effect.sync(() => {
+        fired.push(DateTime.formatIso(fire.instant))
+        fires.push(fire)
+      })
+  }
+}
+
+/** A runner without sockets over `storage`, in a scope of its own (close it to take the runner away). */
+const startRunner = (storage: Context.Context<SqlClient.SqlClient>, port: number) =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(ClusterRunner.layerTestRunner({ port }), scope).pipe(
+      Effect.provide(storage)
+    )
+    return { port, scope, context: Context.merge(storage, context) }
+  })
+
+const historyOf = (reference: string) =>
+  Effect.map(ClusterScheduler.history(reference, { limit: 1000 }), (entries) =>
+    entries.map((entry) => DateTime.formatIso(entry.instant))
+  )
+
+describe("ClusterScheduler.scheduleWithCron", () => {
+  it.scoped("fires once per instant, each at most one poll interval late, and records each in storage", () =>
+    Effect.gen(function* () {
+      const { execute, fired, fires } = recorder()
+      yield* ClusterScheduler.scheduleWithCron(
+        "*/10 * * * * ?",
+        execute,
+        ClusterScheduler.withTimerReference("every-10s")
+      )
+      yield* advance(65)
+      const expected = [10, 20, 30, 40, 50, 60].map((s) => iso(s * 1000))
+      assert.deepStrictEqual(fired, expected)
+      assert.deepStrictEqual(yield* historyOf("every-10s"), expected)
+      for (const fire of fires) {
+        assert.isAtMost(fire.late.value._tag === "Millis" ? fire.late.value.millis : Number.POSITIVE_INFINITY, 1000)
+        assert.isFalse(fire.misfired)
+        assert.strictEqual(fire.reference, "every-10s")
+      }
+      const next = yield* ClusterScheduler.nextInstant("every-10s")
+      assert.deepStrictEqual(Option.map(next, DateTime.formatIso), Option.some(iso(70_000)))
+    }).pipe(Effect.provide(ClusterRunner.layerTest()))
+  )
+
+  it.scoped("accepts an effect as well as a function of the fire", () =>
+    Effect.gen(function* () {
+      let runs = 0
+      yield* ClusterScheduler.scheduleWithCron(
+        "*/5 * * * * ?",
+        Effect.sync(() => runs++),
+        ClusterScheduler.withTimerReference("plain")
+      )
+      yield* advance(21)
+      assert.strictEqual(runs, 4)
+    }).pipe(Effect.provide(ClusterRunner.layerTest()))
+  )
+
+  it.scoped("evaluates in UTC by default and in the zone given by withTimeZone", () =>
+    Effect.gen(function* () {
+      // 09:00 in Tokyo is 00:00 UTC. Each phase starts its own runner near the instant (TestClock jumps are costly
+      // while a runner's loops are sleeping on it).
+      const phase = (time: string) =>
+        Effect.gen(function* () {
+          yield* TestClock.setTime(Date.parse(time))
+          const utc = recorder()
+          const tokyo = recorder()
+          yield* Effect.gen(function* () {
+            yield* ClusterScheduler.scheduleWithCron(
+              "0 0 9 * * ?",
+              utc.execute,
+              ClusterScheduler.withTimerReference("utc")
+            )
+            yield* ClusterScheduler.scheduleWithCron(
+              "0 0 9 * * ?",
+              tokyo.execute,
+              ClusterScheduler.withTimerReference("tokyo"),
+              // The grain timer helper, as it is.
+              GrainTimers.withTimeZone("Asia/Tokyo")
+            )
+            yield* advance(4)
+          }).pipe(Effect.scoped, Effect.provide(ClusterRunner.layerTest()))
+          return { utc: utc.fired, tokyo: tokyo.fired }
+        })
+      assert.deepStrictEqual(yield* phase("1970-01-01T08:59:58Z"), { utc: ["1970-01-01T09:00:00.000Z"], tokyo: [] })
+      assert.deepStrictEqual(yield* phase("1970-01-01T23:59:58Z"), { utc: [], tokyo: ["1970-01-02T00:00:00.000Z"] })
+    })
+  )
+
+  it.scoped("closing its scope stops the schedule on the runner; a later runner resumes it from storage", () =>
+    Effect.gen(function* () {
+      const storage = yield* Layer.build(ClusterRunner.layerStorage(ClusterRunner.sqlite(":memory:")))
+      const first = recorder()
+      const runner = yield* startRunner(storage, 1)
+      const schedule = yield* Scope.make()
+      yield* ClusterScheduler.scheduleWithCron(
+        "*/10 * * * * ?",
+        first.execute,
+        ClusterScheduler.withTimerReference("scoped")
+      ).pipe(Effect.provide(runner.context), Scope.extend(schedule))
+      yield* advance(25)
+      assert.deepStrictEqual(first.fired, [iso(10_000), iso(20_000)])
+      yield* Scope.close(schedule, Exit.void)
+      yield* advance(10)
+      assert.deepStrictEqual(first.fired, [iso(10_000), iso(20_000)])
+      // @effect/cluster cannot register the entity type again on the same runner: a typed error, not a silent no-op.
+      const again = yield* Effect.flip(
+        ClusterScheduler.scheduleWithCron(
+          "*/10 * * * * ?",
+          first.execute,
+          ClusterScheduler.withTimerReference("scoped")
+        )
+      ).pipe(Effect.provide(runner.context))
+      assert.strictEqual(again._tag, "InvalidClusterCronOptions")
+      yield* Scope.close(runner.scope, Exit.void)
+      yield* advance(10)
+      // Another runner within the misfire threshold: the instants missed meanwhile run late, in order, once.
+      const second = recorder()
+      const next = yield* startRunner(storage, 2)
+      yield* ClusterScheduler.scheduleWithCron(
+        "*/10 * * * * ?",
+        second.execute,
+        ClusterScheduler.withTimerReference("scoped")
+      ).pipe(Effect.provide(next.context), Scope.extend(next.scope))
+      yield* advance(7)
+      assert.deepStrictEqual(second.fired, [iso(30_000), iso(40_000), iso(50_000)])
+      assert.isTrue(second.fires.every((fire) => !fire.misfired))
+      assert.deepStrictEqual(
+        yield* historyOf("scoped").pipe(Effect.provide(storage)),
+        [10, 20, 30, 40, 50].map((s) => iso(s * 1000))
+      )
+    })
+  )
+
+  it.scoped("after an outage longer than the misfire threshold: the pending instant runs once, then the grid", () =>
+    Effect.gen(function* () {
+      const { logs, layer } = captureLogs()
+      const storage = yield* Layer.build(ClusterRunner.layerStorage(ClusterRunner.sqlite(":memory:")))
+      const first = recorder()
+      const before = yield* startRunner(storage, 1)
+      yield* ClusterScheduler.scheduleWithCron(
+        "*/10 * * * * ?",
+        first.execute,
+        ClusterScheduler.withTimerReference("outage"),
+        ClusterScheduler.withMisfireThreshold("30 seconds")
+      ).pipe(Effect.provide(before.context), Scope.extend(before.scope))
+      yield* advance(15)
+      yield* Scope.close(before.scope, Exit.void)
+      // The whole cluster is down from 15 s to 100.5 s: instant 20 is 80.5 s late (> 30 s), 30..100 are missed.
+      yield* TestClock.setTime(100_500)
+      const second = recorder()
+      // The runner's fibers (and so the schedule's handler) log through the logger they were built with.
+      const after = yield* startRunner(storage, 2).pipe(Effect.provide(layer))
+      yield* ClusterScheduler.scheduleWithCron(
+        "*/10 * * * * ?",
+        second.execute,
+        ClusterScheduler.withTimerReference("outage"),
+        ClusterScheduler.withMisfireThreshold("30 seconds")
+      ).pipe(Effect.provide(after.context), Scope.extend(after.scope))
+      yield* advance(21)
+      assert.deepStrictEqual(first.fired, [iso(10_000)])
+      assert.deepStrictEqual(second.fired, [iso(20_000), iso(110_000), iso(120_000)])
+      assert.deepStrictEqual(
+        second.fires.map((fire) => fire.misfired),
+        [true, false, false]
+      )
+      const warning = logs.find((log) => log.level === "WARN" && log.message.includes("were missed"))
+      assert.isDefined(warning)
+      // 30, 40, ..., 100: eight instants skipped.
+      assert.include(warning!.message, "8 instants after 1970-01-01T00:00:20.000Z")
+      assert.include(warning!.message, "resumes at 1970-01-01T00:01:50.000Z")
+    })
+  )
+
+  it.scoped("commits the SQL of execute with the instant, and rolls it back when execute fails", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE ledger (instant TEXT PRIMARY KEY)`
+      let attempts = 0
+      yield* ClusterScheduler.scheduleWithCron(
+        "*/10 * * * * ?",
+        (fire) =>
+          Effect.gen(function* () {
+            attempts++
+            yield* sql`INSERT INTO ledger (instant) VALUES (${DateTime.formatIso(fire.instant)})`
+            // The second instant fails after writing: its row must not survive.
+            if (attempts === 2) return yield* Effect.fail("boom")
+          }),
+        ClusterScheduler.withTimerReference("ledger")
+      )
+      yield* advance(35)
+      const rows = yield* sql<{ readonly instant: string }>`SELECT instant FROM ledger ORDER BY instant`
+      assert.deepStrictEqual(
+        rows.map((row) => row.instant),
+        [iso(10_000), iso(30_000)]
+      )
+      const entries = yield* ClusterScheduler.history("ledger")
+      assert.deepStrictEqual(
+        entries.map((entry) => [DateTime.formatIso(entry.instant), entry.outcome]),
+        [
+          [iso(10_000), "ok"],
+          [iso(20_000), "failed"],
+          [iso(30_000), "ok"]
+        ]
+      )
+    }).pipe(Effect.provide(ClusterRunner.layerTest()))
+  )
+
+  it.scoped("a defect in execute is recorded as failed and the schedule goes on", () =>
+    Effect.gen(function* () {
+      let runs = 0
+      yield* ClusterScheduler.scheduleWithCron(
+        "*/10 * * * * ?",
+        Effect.suspend(() => {
+          runs++
+          return runs === 1 ? Effect.die(new Error("bug")) : Effect.void
+        }),
+        ClusterScheduler.withTimerReference("defect")
+      )
+      yield* advance(25)
+      assert.strictEqual(runs, 2)
+      const entries = yield* ClusterScheduler.history("defect")
+      assert.deepStrictEqual(
+        entries.map((entry) => entry.outcome),
+        ["failed", "ok"]
+      )
+    }).pipe(Effect.provide(ClusterRunner.layerTest()))
+  )
+})
+
+describe("ClusterScheduler bad input", () => {
+  const layer = ClusterRunner.layerTest()
+
+  it.scoped("no reference: MissingCronReference", () =>
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(ClusterScheduler.scheduleWithCron("0 * * * * ?", Effect.void))
+      assert.strictEqual(error._tag, "MissingCronReference")
+      assert.include(error.message, "withTimerReference")
+      // Options without a reference do not count as one.
+      const again = yield* Effect.flip(
+        ClusterScheduler.scheduleWithCron("0 * * * * ?", Effect.void, ClusterScheduler.withTimeZone("UTC"))
+      )
+      assert.strictEqual(again._tag, "MissingCronReference")
+    }).pipe(Effect.provide(layer))
+  )
+
+  it.scoped("a bad expression or zone: InvalidCronExpression naming the field", () =>
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(
+        ClusterScheduler.scheduleWithCron("0 0 25 * * ?", Effect.void, ClusterScheduler.withTimerReference("x"))
+      )
+      assert.strictEqual(error._tag, "InvalidCronExpression")
+      assert.strictEqual(error._tag === "InvalidCronExpression" ? error.field : undefined, "hours")
+      const zone = yield* Effect.flip(
+        ClusterScheduler.scheduleWithCron(
+          "0 0 1 * * ?",
+          Effect.void,
+          ClusterScheduler.withTimerReference("x"),
+          ClusterScheduler.withTimeZone("Mars/Olympus")
+        )
+      )
+      assert.strictEqual(zone._tag, "InvalidCronExpression")
+      assert.include(zone.message, "Mars/Olympus")
+      const empty = yield* Effect.flip(
+        ClusterScheduler.scheduleWithCron("", Effect.void, ClusterScheduler.withTimerReference("x"))
+      )
+      assert.strictEqual(empty._tag, "InvalidCronExpression")
+    }).pipe(Effect.provide(layer))
+  )
+
+  it.scoped("a bad reference or threshold: InvalidClusterCronOptions naming each issue", () =>
+    Effect.gen(function* () {
+      const empty = yield* Effect.flip(
+        ClusterScheduler.scheduleWithCron("0 * * * * ?", Effect.void, ClusterScheduler.withTimerReference(""))
+      )
+      assert.strictEqual(empty._tag, "InvalidClusterCronOptions")
+      assert.include(empty.message, "1-100 characters")
+      const both = yield* Effect.flip(
+        ClusterScheduler.scheduleWithCron(
+          "0 * * * * ?",
+          Effect.void,
+          ClusterScheduler.withTimerReference("r".repeat(101)),
+          ClusterScheduler.withMisfireThreshold("forever" as never)
+        )
+      )
+      assert.strictEqual(both._tag, "InvalidClusterCronOptions")
+      assert.deepStrictEqual(both._tag === "InvalidClusterCronOptions" ? both.issues.length : 0, 2)
+      const control = yield* Effect.flip(
+        ClusterScheduler.scheduleWithCron("0 * * * * ?", Effect.void, ClusterScheduler.withTimerReference("a\nb"))
+      )
+      assert.include(control.message, "control characters")
+    }).pipe(Effect.provide(layer))
+  )
+
+  it.scoped(
+    "the same reference twice on one runner, even after the first one's scope closed: InvalidClusterCronOptions",
+    () =>
+      Effect.gen(function* () {
+        const scope = yield* Scope.make()
+        yield* ClusterScheduler.scheduleWithCron(
+          "0 * * * * ?",
+          Effect.void,
+          ClusterScheduler.withTimerReference("twice")
+        ).pipe(Scope.extend(scope))
+        const error = yield* Effect.flip(
+          ClusterScheduler.scheduleWithCron("0 0 * * * ?", Effect.void, ClusterScheduler.withTimerReference("twice"))
+        )
+        assert.strictEqual(error._tag, "InvalidClusterCronOptions")
+        assert.include(error.message, "already registered on this runner")
+        yield* Scope.close(scope, Exit.void)
+        const closed = yield* Effect.flip(
+          ClusterScheduler.scheduleWithCron("0 0 * * * ?", Effect.void, ClusterScheduler.withTimerReference("twice"))
+        )
+        assert.strictEqual(closed._tag, "InvalidClusterCronOptions")
+        // Another reference is fine.
+        yield* ClusterScheduler.scheduleWithCron(
+          "0 0 * * * ?",
+          Effect.void,
+          ClusterScheduler.withTimerReference("once")
+        )
+      }).pipe(Effect.provide(layer))
+  )
+})
+
+describe("ClusterScheduler on several runners (one process, TestClock)", () => {
+  /** Three runners without sockets over one in-memory SQLite storage, each in its own scope. */
+  const threeRunners = Effect.gen(function* () {
+    const storage = yield* Layer.build(ClusterRunner.layerStorage(ClusterRunner.sqlite(":memory:")))
+    return yield* Effect.forEach([1, 2, 3], (port) => startRunner(storage, port))
+  })
+
+  it.scoped("every instant runs once, on some runner, while runners leave one after another", () =>
+    Effect.gen(function* () {
+      const runners = yield* threeRunners
+      const ran: Array<[string, number]> = []
+      for (const runner of runners) {
+        yield* ClusterScheduler.scheduleWithCron(
+          "*/5 * * * * ?",
+          (fire) => Effect.sync(() => ran.push([DateTime.formatIso(fire.instant), runner.port])),
+          ClusterScheduler.withTimerReference("shared")
+        ).pipe(Effect.provide(runner.context), Scope.extend(runner.scope))
+      }
+      yield* advance(22)
+      yield* Scope.close(runners[0]!.scope, Exit.void)
+      yield* advance(20)
+      yield* Scope.close(runners[1]!.scope, Exit.void)
+      yield* advance(20)
+      const instants = ran.map(([instant]) => instant)
+      const expected = Array.from({ length: 12 }, (_, i) => iso((i + 1) * 5000))
+      assert.deepStrictEqual(instants, expected)
+      assert.deepStrictEqual(yield* historyOf("shared").pipe(Effect.provide(runners[2]!.context)), expected)
+      // After the first two left, only the third ran instants.
+      assert.isTrue(ran.filter(([instant]) => instant > iso(45_000)).every(([, port]) => port === 3))
+    })
+  )
+
+  it.scoped("a runner that leaves in the middle of execute: the instant runs again elsewhere, committed once", () =>
+    Effect.gen(function* () {
+      const runners = yield* threeRunners
+      const sql = yield* SqlClient.SqlClient.pipe(Effect.provide(runners[0]!.context))
+      yield* sql`CREATE TABLE effects (instant TEXT NOT NULL, runner INTEGER NOT NULL)`
+      const started: Array<[string, number]> = []
+      for (const runner of runners) {
+        yield* ClusterScheduler.scheduleWithCron(
+          "*/10 * * * * ?",
+          (fire) =>
+            Effect.gen(function* () {
+              const instant = DateTime.formatIso(fire.instant)
+              started.push([instant, runner.port])
+              yield* sql`INSERT INTO effects (instant, runner) VALUES (${instant}, ${runner.port})`
+              // The first attempt at 20 s never finishes: its runner is shut down under it.
+              if (instant === iso(20_000) && started.filter(([i]) => i === instant).length === 1) {
+                yield* Effect.never
+              }
+            }),
+          ClusterScheduler.withTimerReference("interrupted")
+        ).pipe(Effect.provide(runner.context), Scope.extend(runner.scope))
+      }
+      yield* advance(21)
+      const [, stuckOn] = started.find(([instant]) => instant === iso(20_000))!
+      const stuck = runners.find((runner) => runner.port === stuckOn)!
+      // Shutting the runner down waits for the handler up to entityTerminationTimeout (10 s), then interrupts it.
+      const closing = yield* Effect.fork(Scope.close(stuck.scope, Exit.void))
+      yield* advance(15)
+      yield* Fiber.join(closing)
+      yield* advance(20)
+      const attempts = started.filter(([instant]) => instant === iso(20_000))
+      assert.strictEqual(attempts.length, 2)
+      assert.notStrictEqual(attempts[1]![1], stuckOn)
+      const effects = yield* sql<{ readonly instant: string }>`SELECT instant FROM effects ORDER BY instant`
+      assert.deepStrictEqual(
+        effects.map((row) => row.instant),
+        [10, 20, 30, 40, 50].map((s) => iso(s * 1000))
+      )
+    })
+  )
+})
