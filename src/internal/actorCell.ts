@@ -90,6 +90,16 @@ enum Status {
   Terminated = 3
 }
 
+/** How the dispatcher completes the effect a drain step returned. */
+enum Completion {
+  /** `receive`: its value is the next state; a failure goes to supervision. */
+  Receive = 0,
+  /** A tick's own handler: the value is ignored; a failure goes to supervision. */
+  Tick = 1,
+  /** The actor's own machinery (start, stop, a yield): a failure is an internal defect. */
+  Internal = 2
+}
+
 enum Mode {
   Single = 0,
   FixedDelay = 1,
@@ -321,50 +331,72 @@ export class ActorCell {
     this.host.dispatcher.enqueue(this, inTurn)
   }
 
-  /** Run by a dispatcher batch fiber: takes on this actor's FiberRefs, then handles the mailbox. */
-  readonly drain: Effect.Effect<void> = Effect.withFiberRuntime<void>((fiber) => {
-    if (this.forced) return Effect.void
+  /**
+   * Called by the dispatcher on the batch fiber about to drain this actor: installs the actor's FiberRefs. False when
+   * `forceStop` took over since the drain was queued.
+   */
+  enter(fiber: Fiber.RuntimeFiber<unknown, unknown>): boolean {
+    if (this.forced) return false
     installFiberRefs(fiber, this.fiberRefs!)
     this.fiber = fiber
     this.budget = this.host.throughput
-    let body: Effect.Effect<void>
-    if (this.started) {
-      body = this.loop()
-    } else {
-      this.started = true
-      body = Effect.zipRight(this.start(), this.next)
-    }
-    // An internal defect must not leave the actor wedged: finish its stop sequence.
-    return Effect.catchAllCause(body, (cause) =>
-      Effect.zipRight(Effect.logError("actor drain failed; stopping the actor", cause), this.terminate(true, true))
-    )
-  })
+    return true
+  }
 
   private budget = 0
-  private readonly next: Effect.Effect<void> = Effect.suspend(() => this.loop())
+  /** How the dispatcher must complete the effect `next` returned. */
+  private completion = Completion.Internal
 
   /**
-   * Handles queued entries back to back; suspends only to run a handler, or to yield after `throughput` entries so
-   * that one busy actor cannot starve the others. Ends the drain on an empty mailbox.
+   * The drain, one step at a time: handles queued entries back to back and returns the next effect to run (a
+   * handler, or a yield after `throughput` entries so that one busy actor cannot starve the others); the dispatcher
+   * runs it and reports back through `succeeded` / `failed`. Undefined ends the drain: the mailbox is empty.
    */
-  private loop(): Effect.Effect<void> {
+  next(): Effect.Effect<unknown, unknown> | undefined {
+    if (!this.started) {
+      this.started = true
+      this.completion = Completion.Internal
+      return this.start()
+    }
     for (;;) {
       if (this.status === Status.Terminated) return this.endDrain()
       if (this.budget-- <= 0) {
         this.budget = this.host.throughput
-        return Effect.zipRight(Effect.yieldNow(), this.next)
+        this.completion = Completion.Internal
+        return Effect.yieldNow()
       }
       const entry = this.mailbox.poll()
       if (entry === EMPTY) return this.endDrain()
       const effect = this.handle(entry)
-      if (effect !== undefined) return Effect.zipRight(effect, this.next)
+      if (effect !== undefined) return effect
     }
   }
 
-  private endDrain(): Effect.Effect<void> {
+  /** The effect from `next` succeeded: a `receive` returned the next state. */
+  succeeded(value: unknown): void {
+    if (this.completion === Completion.Receive) {
+      this.state = value
+      this.currentSender = undefined
+    }
+  }
+
+  /** The effect from `next` failed: a handler goes to supervision; an internal defect stops the actor. */
+  failed(cause: Cause.Cause<unknown>): Effect.Effect<void> {
+    const internal = this.completion === Completion.Internal
+    this.currentSender = undefined
+    const handled = internal ? this.internalDefect(cause) : this.onFailure(cause)
+    // An internal defect must not leave the actor wedged: finish its stop sequence.
+    return internal ? handled : Effect.catchAllCause(handled, (defect) => this.internalDefect(defect))
+  }
+
+  private internalDefect(cause: Cause.Cause<unknown>): Effect.Effect<void> {
+    return Effect.zipRight(Effect.logError("actor drain failed; stopping the actor", cause), this.terminate(true, true))
+  }
+
+  private endDrain(): undefined {
     this.draining = false
     this.fiber = undefined
-    return Effect.void
+    return undefined
   }
 
   /**
@@ -393,7 +425,7 @@ export class ActorCell {
   }
 
   /** Handles one entry; undefined when it was dropped without running anything. */
-  private handle(entry: unknown): Effect.Effect<void> | undefined {
+  private handle(entry: unknown): Effect.Effect<unknown, unknown> | undefined {
     if (entry instanceof MailboxTick) {
       entry.queued--
       if (!entry.accept()) {
@@ -407,9 +439,13 @@ export class ActorCell {
       }
       recordDelivered(entry.kind)
       const handler = entry.handler()
-      return handler === undefined ? this.invoke(entry.message, entry.sender, undefined, true) : this.runTick(handler)
+      if (handler === undefined) return this.invoke(entry.message, entry.sender, undefined, true)
+      // A tick's own handler runs under this actor's supervision; the state is left as it is.
+      this.completion = Completion.Tick
+      return handler
     }
     if (entry instanceof Envelope) return this.invoke(entry.message, entry.sender, entry.logContext, false)
+    this.completion = Completion.Internal
     if (entry === STOP) return this.stop()
     if (entry instanceof ChildFailed) {
       // A child escalated: this actor fails with the child's cause.
@@ -418,39 +454,30 @@ export class ActorCell {
     return this.invoke(entry, undefined, undefined, false)
   }
 
+  /** Calls `receive`; the dispatcher runs the effect and `succeeded` stores the next state. */
   private invoke(
     message: unknown,
     sender: ActorRef<any> | undefined,
     logContext: LogContext | undefined,
     tick: boolean
-  ): Effect.Effect<void> | undefined {
+  ): Effect.Effect<unknown, unknown> | undefined {
     if (this.status !== Status.Running) return undefined
     if (!tick && this.receiveTimeout !== undefined) this.lastActivity = this.host.driver.now()
     this.currentSender = sender
-    let effect = attempt(() => this.actor.receive(message, this.context, this.state))
-    if (logContext !== undefined) {
-      effect = Effect.locally(
-        effect,
-        FiberRef.currentLogAnnotations,
-        HashMap.set(logContext.annotations, "actor", this.path as unknown)
-      ).pipe(Effect.locally(FiberRef.currentLogSpan, logContext.spans))
+    this.completion = Completion.Receive
+    let effect: Effect.Effect<unknown, unknown>
+    try {
+      effect = this.actor.receive(message, this.context, this.state) as Effect.Effect<unknown, unknown>
+    } catch (defect) {
+      // A handler that throws instead of returning an effect fails like a defect, so supervision sees it.
+      effect = Effect.die(defect)
     }
-    return Effect.matchCauseEffect(effect, {
-      onSuccess: (state) => {
-        this.state = state
-        this.currentSender = undefined
-        return Effect.void
-      },
-      onFailure: (cause) => {
-        this.currentSender = undefined
-        return this.onFailure(cause)
-      }
-    })
-  }
-
-  /** Runs a tick's own handler on this (running) actor's drain, under its supervision; the state is left as it is. */
-  private runTick(handler: Effect.Effect<unknown, unknown>): Effect.Effect<void> {
-    return Effect.catchAllCause(Effect.asVoid(handler), (cause) => this.onFailure(cause))
+    if (logContext === undefined) return effect
+    return Effect.locally(
+      effect,
+      FiberRef.currentLogAnnotations,
+      HashMap.set(logContext.annotations, "actor", this.path as unknown)
+    ).pipe(Effect.locally(FiberRef.currentLogSpan, logContext.spans))
   }
 
   // ---------------------------------------------------------------- lifecycle

@@ -17,6 +17,7 @@
  * handled in one batch. A flush runs at most `FLUSH_BUDGET` drains and then schedules the rest, so that actors
  * that keep telling each other cannot starve the event loop.
  */
+import type * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
@@ -24,9 +25,15 @@ import * as FiberRefs from "effect/FiberRefs"
 import * as Runtime from "effect/Runtime"
 import * as Scheduler from "effect/Scheduler"
 
-/** What the dispatcher runs: an actor's drain, which must start with `enter` on its batch fiber. */
+/**
+ * An actor's drain as the dispatcher runs it: `enter` on the batch fiber, then `next` until it returns undefined,
+ * running each effect it returns and reporting the outcome to `succeeded` or `failed` (whose effect never fails).
+ */
 export interface Drainable {
-  readonly drain: Effect.Effect<void>
+  enter(fiber: Fiber.RuntimeFiber<unknown, unknown>): boolean
+  next(): Effect.Effect<unknown, unknown> | undefined
+  succeeded(value: unknown): void
+  failed(cause: Cause.Cause<unknown>): Effect.Effect<void>
 }
 
 /** Drains run per flush before the rest is left to a scheduled flush. */
@@ -89,18 +96,37 @@ export class Dispatcher {
   }
 
   /**
-   * One batch fiber's loop: take the next ready drain while this batch owns the queue, which it does only inside the
-   * flush that started it. Resumed later (after a handler suspended), it finishes that drain and ends: whatever was
-   * queued meanwhile has a flush of its own.
+   * One batch fiber's loop: drain the current actor step by step, then take the next ready one while this batch owns
+   * the queue, which it does only inside the flush that started it. Resumed later (after a handler suspended), it
+   * finishes that drain and ends: whatever was queued meanwhile has a flush of its own. The continuations are made
+   * once per batch, so a step allocates nothing but what the handler itself does.
    */
   private batch(): Effect.Effect<void> {
     const epoch = ++this.epoch
-    const step: Effect.Effect<void> = Effect.suspend(() => {
-      if (!this.flushing || this.epoch !== epoch || this.head >= this.ready.length) return Effect.void
-      const cell = this.ready[this.head]!
-      this.ready[this.head++] = undefined as never
-      return Effect.zipRight(cell.drain, step)
+    let current: Drainable | undefined
+    const step: Effect.Effect<void> = Effect.withFiberRuntime((fiber) => {
+      for (;;) {
+        if (current === undefined) {
+          if (!this.flushing || this.epoch !== epoch || this.head >= this.ready.length) return Effect.void
+          current = this.ready[this.head]!
+          this.ready[this.head++] = undefined as never
+          if (!current.enter(fiber)) {
+            current = undefined
+            continue
+          }
+        }
+        const effect = current.next()
+        if (effect !== undefined) return Effect.matchCauseEffect(effect, continuation)
+        current = undefined
+      }
     })
+    const continuation = {
+      onSuccess: (value: unknown) => {
+        current!.succeeded(value)
+        return step
+      },
+      onFailure: (cause: Cause.Cause<unknown>) => Effect.zipRight(current!.failed(cause), step)
+    }
     return step
   }
 }
