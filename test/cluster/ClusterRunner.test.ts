@@ -68,7 +68,9 @@ describe("ClusterRunner storage at start", () => {
       const sockets = new Set<net.Socket>()
       silent.on("connection", (socket) => sockets.add(socket))
       yield* Effect.acquireRelease(
-        Effect.async<void>((resume) => silent.listen(0, "127.0.0.1", () => resume(Effect.void))),
+        Effect.async<void>((resume) => {
+          silent.listen(0, "127.0.0.1", () => resume(Effect.void))
+        }),
         () =>
           Effect.async<void>((resume) => {
             for (const socket of sockets) socket.destroy()
