@@ -11,6 +11,7 @@ import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as FiberId from "effect/FiberId"
 import * as Runtime from "effect/Runtime"
 import * as Actor from "../Actor.js"
 import { type ActorRef, AskUndeliverable } from "../ActorRef.js"
@@ -44,12 +45,30 @@ export type GrainAskError =
   | GrainReplyError
   | GrainMessageUnhandled
 
-/** A message on its way to a grain; `reply` is set for an ask. */
+/**
+ * A message on its way to a grain; `reply` is set for an ask. A tracked tell (`asked` false with a `reply`) is
+ * handled as a tell (signals are logged, not answered) and completes `reply` once the grain has handled it.
+ */
 class GrainEnvelope {
   constructor(
     readonly message: unknown,
-    readonly reply: Deferred.Deferred<unknown, GrainAskError> | undefined
+    readonly reply: Deferred.Deferred<unknown, GrainAskError> | undefined,
+    readonly asked: boolean = reply !== undefined
   ) {}
+}
+
+/**
+ * Hooks for a runtime that hosts grains elsewhere (the cluster): where `tellGrain` goes, the passivation of a kind
+ * and a callback when an activation starts or stops holding a keep-alive timer.
+ */
+export interface RegistryHooks {
+  readonly tellGrain?: (
+    kind: Grain<any, any, any, any>,
+    key: string,
+    message: unknown
+  ) => Effect.Effect<void, UnknownGrainKind>
+  readonly passivationOf?: (kind: Grain<any, any, any, any>) => Passivation
+  readonly keepAliveChanged?: (identity: GrainIdentity, enabled: boolean) => void
 }
 
 /** The idle-passivation check, delivered as the activation actor's receive timeout. */
@@ -75,6 +94,12 @@ class Activation implements TimerOwner {
   /** Messages for this activation that arrived while its actor was being spawned. */
   readonly starting: Array<GrainEnvelope> = []
   activationFailure: Cause.Cause<unknown> | undefined = undefined
+  /** Set by `GrainRegistry.close`: messages left when it ends are rejected instead of starting a new activation. */
+  closing = false
+  /** Completed once this activation is gone (terminated, or its actor could not be spawned). */
+  readonly gone = Deferred.unsafeMake<void>(FiberId.none)
+  /** Whether the registry's `keepAliveChanged` hook was last told that a keep-alive timer is held. */
+  private keptAlive = false
   private state: unknown = undefined
   private processed = 0
   private timerSeq = 0
@@ -127,19 +152,23 @@ class Activation implements TimerOwner {
       return !keptAlive && this.driver.now() - this.cell!.lastActivity >= idle ? this.deactivate() : Effect.void
     }
     const envelope = entry as GrainEnvelope
-    return this.process(envelope.message, envelope.reply, false)
+    return this.process(envelope.message, envelope.reply, envelope.asked, false)
   }
 
   handleTick(timer: GrainTimer): Effect.Effect<void> {
-    return this.process(timer.message, undefined, true)
+    return this.process(timer.message, undefined, false, true)
   }
 
   private process(
     message: unknown,
     reply: Deferred.Deferred<unknown, GrainAskError> | undefined,
+    asked: boolean,
     isTick: boolean
   ): Effect.Effect<void> {
-    if (this.phase !== "active") return Effect.void
+    if (this.phase !== "active") {
+      if (reply !== undefined) Deferred.unsafeDone(reply, Effect.fail(this.undeliverable()))
+      return Effect.void
+    }
     let signal: Signal | undefined
     const signalOnce = (next: Signal) =>
       Effect.suspend(() => {
@@ -160,7 +189,8 @@ class Activation implements TimerOwner {
       onSuccess: (state) => {
         this.state = state
         this.processed++
-        const answered = this.answer(reply, signal ?? NO_ERR, isTick)
+        const answered = this.answer(asked ? reply : undefined, signal ?? NO_ERR, isTick)
+        if (!asked && reply !== undefined) Deferred.unsafeDone(reply, Effect.void)
         const passivate =
           this.passivation._tag === "MessageCount" && this.processed >= this.passivation.count
             ? this.deactivate()
@@ -170,7 +200,9 @@ class Activation implements TimerOwner {
       onFailure: (cause) => {
         // DESIGN §5: a tick is fire-and-forget; its failure is logged and the grain and its timers go on.
         if (isTick) return Effect.logWarning(`grain ${this.name} failed handling a timer tick; its timers go on`, cause)
-        if (reply !== undefined) Deferred.unsafeDone(reply, Effect.fail(new GrainFailed({ grain: this.name, cause })))
+        if (reply !== undefined) {
+          Deferred.unsafeDone(reply, asked ? Effect.fail(new GrainFailed({ grain: this.name, cause })) : Effect.void)
+        }
         return Effect.zipRight(Effect.logError(`grain ${this.name} failed; deactivating`, cause), this.deactivate())
       }
     })
@@ -218,7 +250,24 @@ class Activation implements TimerOwner {
     )
   }
 
+  /** The error of a message that reached an activation that is no longer active. */
+  undeliverable(): AskUndeliverable {
+    return new AskUndeliverable({ recipient: `grain ${this.name}`, reason: "stopped" })
+  }
+
   // ---------------------------------------------------------------- timers
+
+  /** Tells the registry's hook when the activation starts or stops holding a keep-alive timer. */
+  private keepAliveCheck(): void {
+    const hook = this.registry.hooks.keepAliveChanged
+    if (hook === undefined) return
+    let held = false
+    for (const timer of this.timers.values()) if (timer.keepAlive) held = true
+    if (held !== this.keptAlive) {
+      this.keptAlive = held
+      hook(this.identity, held)
+    }
+  }
 
   private stopTimers(): void {
     this.timersStopped = true
@@ -231,6 +280,7 @@ class Activation implements TimerOwner {
       if (this.cell !== undefined) this.driver.cancel(timer)
     }
     this.timers.clear()
+    this.keepAliveCheck()
   }
 
   private arm(timer: GrainTimer, now: number): void {
@@ -247,6 +297,7 @@ class Activation implements TimerOwner {
     timer.active = false
     this.driver.cancel(timer)
     if (this.timers.get(timer.reference) === timer) this.timers.delete(timer.reference)
+    if (timer.keepAlive) this.keepAliveCheck()
   }
 
   touch(): void {
@@ -267,6 +318,7 @@ class Activation implements TimerOwner {
       const now = this.driver.now()
       const timer = new GrainTimer(this, reference, message, trigger.right, keepAlive, now)
       this.timers.set(reference, timer)
+      if (keepAlive) this.keepAliveCheck()
       if (this.phase === "active") this.arm(timer, now)
       return Effect.succeed(reference)
     })
@@ -307,7 +359,7 @@ class Activation implements TimerOwner {
           return Effect.void
         }),
       timers: Effect.sync(() => this.listTimers()),
-      tellGrain: (kind, key, message) => registry.tell(kind, key, message),
+      tellGrain: registry.hooks.tellGrain ?? ((kind, key, message) => registry.tell(kind, key, message)),
       tellActor: (actor, message) => actor.tell(message)
     }
   }
@@ -341,7 +393,8 @@ export class GrainRegistry {
     private readonly system: ActorSystemService,
     private readonly runtime: Runtime.Runtime<never>,
     private readonly kinds: ReadonlyMap<string, Grain<any, any, any, any>>,
-    private readonly defaultPassivation: Passivation
+    private readonly defaultPassivation: Passivation,
+    readonly hooks: RegistryHooks = {}
   ) {}
 
   get size(): number {
@@ -372,6 +425,37 @@ export class GrainRegistry {
           )
       })
     )
+  }
+
+  /** Tells and waits until the grain has handled the message (or it could not be delivered). */
+  tellTracked(kind: Grain<any, any, any, any>, key: string, message: unknown): Effect.Effect<void, GrainAskError> {
+    return Effect.suspend(() =>
+      Either.match(this.kindOf(kind), {
+        onLeft: Effect.fail,
+        onRight: (registered) =>
+          Effect.flatMap(Deferred.make<unknown, GrainAskError>(), (reply) =>
+            Effect.zipRight(
+              this.deliver(registered, key, new GrainEnvelope(message, reply, false)),
+              Effect.asVoid(Deferred.await(reply))
+            )
+          )
+      })
+    )
+  }
+
+  /**
+   * Deactivates the activation of (kind, key), if any, and waits until it is gone. Messages that wait for it are
+   * rejected (asks and tracked tells fail with `AskUndeliverable`, tells become dead letters) instead of starting a
+   * new activation: the host decides where the next activation runs.
+   */
+  close(kind: string, key: string): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      const activation = this.activations.get(idOf(kind, key))
+      if (activation === undefined) return Effect.void
+      activation.closing = true
+      activation.cell?.requestStop()
+      return Deferred.await(activation.gone)
+    })
   }
 
   timersOf(kind: Grain<any, any, any, any>, key: string): Effect.Effect<ReadonlyArray<TimerInfo>, UnknownGrainKind> {
@@ -412,7 +496,8 @@ export class GrainRegistry {
     key: string,
     messages: ReadonlyArray<GrainEnvelope>
   ): Effect.Effect<void> {
-    const activation = new Activation(this, kind, { kind: kind.name, key }, kind.passivation ?? this.defaultPassivation)
+    const passivation = this.hooks.passivationOf?.(kind) ?? kind.passivation ?? this.defaultPassivation
+    const activation = new Activation(this, kind, { kind: kind.name, key }, passivation)
     this.activations.set(idOf(kind.name, key), activation)
     return this.system.spawn(activation.actor(), `grain:${kind.name}:${encodeURIComponent(key)}`).pipe(
       Effect.match({
@@ -420,12 +505,14 @@ export class GrainRegistry {
           // The system is shutting down (or the name is somehow taken): nothing can run these messages.
           this.activations.delete(idOf(kind.name, key))
           this.reject(activation, [...messages, ...activation.starting], Cause.fail(error))
+          Deferred.unsafeDone(activation.gone, Effect.void)
         },
         onSuccess: (ref) => {
           const cell = (ref as CellRef<unknown>).cell
           activation.cell = cell
           for (const envelope of messages) this.post(cell, envelope)
           for (const envelope of activation.starting.splice(0)) this.post(cell, envelope)
+          if (activation.closing) cell.requestStop()
         }
       })
     )
@@ -445,8 +532,16 @@ export class GrainRegistry {
     const id = idOf(activation.identity.kind, activation.identity.key)
     if (this.activations.get(id) === activation) this.activations.delete(id)
     const waiting = [...activation.leftover, ...activation.pending]
+    Deferred.unsafeDone(activation.gone, Effect.void)
     if (activation.activationFailure !== undefined) {
       this.reject(activation, waiting, activation.activationFailure)
+      return
+    }
+    if (activation.closing) {
+      for (const envelope of waiting) {
+        if (envelope.reply !== undefined) Deferred.unsafeDone(envelope.reply, Effect.fail(activation.undeliverable()))
+        else this.system.deadLetters.unsafeTell(envelope.message)
+      }
       return
     }
     if (waiting.length > 0) Runtime.runFork(this.runtime)(this.start(activation.kind, activation.identity.key, waiting))

@@ -1,0 +1,632 @@
+/**
+ * Durable reminders: named, persisted messages a cluster grain sends itself at a due time (once or every period)
+ * or on a Quartz cron expression. Unlike grain timers, which are volatile and belong to one activation, a reminder
+ * survives passivation, process restarts and fail-over, and **reactivates** the grain when it is due.
+ *
+ * - Definitions live in a table of their own (`tickwork_reminders` by default), created through `SqlClient`; the
+ *   same SQL runs on SQLite and PostgreSQL.
+ * - Each occurrence is one persisted cluster message with a delivery time (`DeliverAt`), so its lateness is
+ *   bounded by the runner's storage poll interval (`ShardingConfig.entityMessagePollInterval`).
+ * - Each registration gets a fresh generation; an occurrence whose generation is no longer current (unregistered,
+ *   replaced) is dropped when it arrives. Re-registering a name replaces it.
+ * - Missed while the whole cluster was down: the pending occurrence fires once on recovery, then the reminder
+ *   continues on its grid (period: registration + k × period; cron: the next instant after now).
+ * - Delivery is at least once: a runner that dies while the grain handles the message delivers it again.
+ *
+ * @since 0.2.0
+ */
+import { Sharding } from "@effect/cluster/Sharding"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as DateTime from "effect/DateTime"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type { GrainProps } from "../Grain.js"
+import { delayMillis, intervalMillis } from "../internal/duration.js"
+import * as QuartzCron from "../QuartzCron.js"
+import type { InvalidCronExpression, InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
+import type { ClusterGrain, SendError } from "./ClusterGrain.js"
+import {
+  DEFAULT_SEND_TIMEOUT,
+  guardedSend,
+  InvalidGrainMessage,
+  issueOf,
+  type KindWire,
+  ReminderDelivery,
+  UnknownGrainKind
+} from "./internal/grainProtocol.js"
+import * as ReminderSql from "./internal/reminderSql.js"
+
+/**
+ * When a reminder fires: first at `firstDue` (epoch millis) then every `periodMillis`, or on a Quartz cron
+ * expression. Build one with `after`, `at` or `cron`; they check their input when the reminder is registered.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ReminderSchedule =
+  | {
+      readonly _tag: "After"
+      readonly delay: Duration.DurationInput
+      readonly period: Duration.DurationInput | undefined
+    }
+  | {
+      readonly _tag: "At"
+      readonly time: DateTime.DateTime | number
+      readonly period: Duration.DurationInput | undefined
+    }
+  | { readonly _tag: "Cron"; readonly expression: string; readonly timeZone: string | undefined }
+
+/**
+ * Fires after `delay`, then every `period` if one is given (the grid counts from the first due time).
+ *
+ * @example
+ * ```ts
+ * import { Reminders } from "tickwork/cluster"
+ *
+ * const daily = Reminders.after("1 hour", { period: "1 day" })
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const after = (
+  delay: Duration.DurationInput,
+  options?: { readonly period?: Duration.DurationInput }
+): ReminderSchedule => ({ _tag: "After", delay, period: options?.period })
+
+/**
+ * Fires at `time` (a `DateTime` or epoch millis; a time in the past fires at once), then every `period` if given.
+ *
+ * @example
+ * ```ts
+ * import { DateTime } from "effect"
+ * import { Reminders } from "tickwork/cluster"
+ *
+ * const renewal = Reminders.at(DateTime.unsafeMake("2030-01-01T00:00:00Z"))
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const at = (
+  time: DateTime.DateTime | number,
+  options?: { readonly period?: Duration.DurationInput }
+): ReminderSchedule => ({ _tag: "At", time, period: options?.period })
+
+/**
+ * Fires at each instant of a Quartz cron expression, evaluated in `timeZone` (default UTC: runners may sit in
+ * different zones, so the process's local zone is not used).
+ *
+ * @example
+ * ```ts
+ * import { Reminders } from "tickwork/cluster"
+ *
+ * const mondays = Reminders.cron("0 0 9 ? * MON", { timeZone: "Europe/Berlin" })
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const cron = (expression: string, options?: { readonly timeZone?: string }): ReminderSchedule => ({
+  _tag: "Cron",
+  expression,
+  timeZone: options?.timeZone
+})
+
+/**
+ * A registered reminder.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ReminderInfo {
+  readonly name: string
+  /** Epoch millis of the next occurrence. */
+  readonly nextDue: number
+  readonly periodMillis: number | undefined
+  readonly cron: string | undefined
+  readonly timeZone: string | undefined
+}
+
+/**
+ * A reminder name must be a non-empty string.
+ *
+ * @example
+ * ```ts
+ * import { Reminders } from "tickwork/cluster"
+ *
+ * console.log(new Reminders.InvalidReminderName({ name: "" }).message)
+ * ```
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class InvalidReminderName extends Data.TaggedError("InvalidReminderName")<{ readonly name: string }> {
+  override get message(): string {
+    return `a reminder needs a non-empty name, got ${JSON.stringify(this.name)}`
+  }
+}
+
+/**
+ * The cron expression of a reminder has no instant after now: it would never fire.
+ *
+ * @example
+ * ```ts
+ * import { Reminders } from "tickwork/cluster"
+ *
+ * console.log(new Reminders.ReminderNeverFires({ name: "y2k", expression: "0 0 0 1 1 ? 1999" }).message)
+ * ```
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class ReminderNeverFires extends Data.TaggedError("ReminderNeverFires")<{
+  readonly name: string
+  readonly expression: string
+}> {
+  override get message(): string {
+    return `reminder "${this.name}" would never fire: cron expression "${this.expression}" has no future instant`
+  }
+}
+
+/**
+ * The reminders table could not be read or written.
+ *
+ * @example
+ * ```ts
+ * import { Reminders } from "tickwork/cluster"
+ *
+ * console.log(new Reminders.ReminderStorageError({ operation: "register", cause: "disk full" }).message)
+ * ```
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class ReminderStorageError extends Data.TaggedError("ReminderStorageError")<{
+  readonly operation: string
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    return `reminder storage failed during ${this.operation}: ${String(this.cause)}`
+  }
+}
+
+/**
+ * Why registering a reminder failed.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export type RegisterError =
+  | InvalidReminderName
+  | InvalidTimerDelay
+  | InvalidTimerInterval
+  | InvalidCronExpression
+  | ReminderNeverFires
+  | ReminderStorageError
+  | SendError
+
+/**
+ * The reminders service of a runner.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface RemindersService {
+  /** Registers (or replaces) reminder `name` of grain (kind, key). */
+  readonly register: (
+    kind: KindWire,
+    key: string,
+    name: string,
+    message: unknown,
+    schedule: ReminderSchedule
+  ) => Effect.Effect<ReminderInfo, RegisterError>
+  /** Removes reminder `name`; true when it existed. An occurrence already persisted is dropped when it arrives. */
+  readonly unregister: (kind: KindWire, key: string, name: string) => Effect.Effect<boolean, ReminderStorageError>
+  /** The grain's reminders, by name. */
+  readonly list: (kind: KindWire, key: string) => Effect.Effect<ReadonlyArray<ReminderInfo>, ReminderStorageError>
+  /** The cluster grain kinds hosted on this runner, by name (filled by `ClusterGrain.layer`). */
+  readonly hosted: Map<string, KindWire>
+  /**
+   * Entity side: checks an arriving occurrence against the table, hands the message to `handle`, then schedules
+   * the next occurrence (or removes a one-shot).
+   */
+  readonly deliver: (
+    kind: KindWire,
+    key: string,
+    delivery: ReminderDelivery,
+    handle: (message: unknown) => Effect.Effect<void>
+  ) => Effect.Effect<void>
+}
+
+/**
+ * The Reminders service tag.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Reminders } from "tickwork/cluster"
+ *
+ * const hosted = Effect.map(Reminders.Reminders, (reminders) => reminders.hosted.size)
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export class Reminders extends Context.Tag("tickwork/cluster/Reminders")<Reminders, RemindersService>() {}
+
+/**
+ * Options of the reminders layer.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Options {
+  /** The table's name (default `tickwork_reminders`); created if it does not exist. */
+  readonly table?: string
+}
+
+const storage =
+  (operation: string) =>
+  <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, ReminderStorageError, R> =>
+    Effect.mapError(effect, (cause) => new ReminderStorageError({ operation, cause }))
+
+/** The first occurrence of a schedule after `now`, checked; also what the row stores. */
+const firstOccurrence = (
+  name: string,
+  schedule: ReminderSchedule,
+  now: number
+): Either.Either<
+  { readonly due: number; readonly periodMillis: number | undefined },
+  InvalidTimerDelay | InvalidTimerInterval | InvalidCronExpression | ReminderNeverFires
+> => {
+  const withPeriod = (
+    due: number,
+    period: Duration.DurationInput | undefined
+  ): Either.Either<{ readonly due: number; readonly periodMillis: number | undefined }, InvalidTimerInterval> =>
+    period === undefined
+      ? Either.right({ due, periodMillis: undefined })
+      : Either.map(intervalMillis(period), (periodMillis) => ({ due, periodMillis }))
+  switch (schedule._tag) {
+    case "After":
+      return Either.flatMap(delayMillis(schedule.delay), (delay) => withPeriod(now + delay, schedule.period))
+    case "At": {
+      const millis = typeof schedule.time === "number" ? schedule.time : DateTime.toEpochMillis(schedule.time)
+      return Either.flatMap(delayMillis(Math.max(0, millis - now)), () =>
+        withPeriod(Math.max(millis, now), schedule.period)
+      )
+    }
+    case "Cron":
+      return Either.flatMap(QuartzCron.parse(schedule.expression, { timeZone: schedule.timeZone ?? "UTC" }), (parsed) =>
+        Option.match(QuartzCron.next(parsed, now), {
+          onNone: () => Either.left(new ReminderNeverFires({ name, expression: schedule.expression })),
+          onSome: (due) => Either.right({ due, periodMillis: undefined })
+        })
+      )
+  }
+}
+
+/** The occurrence after the one due at `due`, delivered at `now`: the next grid point (or cron instant) after now. */
+const nextOccurrence = (row: ReminderSql.ReminderRow, now: number): number | undefined => {
+  if (row.periodMillis !== undefined) {
+    const period = row.periodMillis
+    return row.nextDue + (Math.floor(Math.max(0, now - row.nextDue) / period) + 1) * period
+  }
+  if (row.cron !== undefined) {
+    const parsed = QuartzCron.parse(row.cron, { timeZone: row.timeZone ?? "UTC" })
+    if (Either.isLeft(parsed)) return undefined
+    return Option.getOrUndefined(QuartzCron.next(parsed.right, Math.max(now, row.nextDue)))
+  }
+  return undefined
+}
+
+const toInfo = (row: ReminderSql.ReminderRow): ReminderInfo => ({
+  name: row.name,
+  nextDue: row.nextDue,
+  periodMillis: row.periodMillis,
+  cron: row.cron,
+  timeZone: row.timeZone
+})
+
+/** Sends one occurrence as a persisted self-message of the grain. */
+const sendOccurrence = (
+  kind: KindWire,
+  key: string,
+  delivery: ReminderDelivery
+): Effect.Effect<void, SendError, Sharding> =>
+  guardedSend(
+    kind,
+    key,
+    DEFAULT_SEND_TIMEOUT,
+    () => new UnknownGrainKind({ kind: kind.name, key, detail: "no runner accepted the reminder in time" }),
+    (client): Effect.Effect<void, SendError> => client.Remind(delivery, { discard: true })
+  )
+
+/**
+ * The reminders service on a runner: creates the table if needed. Provide it to every runner that hosts cluster
+ * grains with reminders (below `ClusterGrain.layer`, so delivered reminders reach their grains).
+ *
+ * @example
+ * ```ts
+ * import { SqliteClient } from "@effect/sql-sqlite-node"
+ * import { Layer } from "effect"
+ * import { Reminders } from "tickwork/cluster"
+ *
+ * const RemindersLive = Reminders.layer().pipe(Layer.provide(SqliteClient.layer({ filename: "app.db" })))
+ * ```
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layer = (
+  options: Options = {}
+): Layer.Layer<Reminders, ReminderStorageError, SqlClient.SqlClient | Sharding> =>
+  Layer.effect(
+    Reminders,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const sharding = yield* Sharding
+      const table = yield* storage("table creation")(ReminderSql.make(sql, options.table ?? "tickwork_reminders"))
+      const hosted = new Map<string, KindWire>()
+      const withSharding = Effect.provideService(Sharding, sharding)
+
+      const register: RemindersService["register"] = (kind, key, name, message, schedule) =>
+        Effect.gen(function* () {
+          if (typeof name !== "string" || name.length === 0) return yield* new InvalidReminderName({ name })
+          const now = yield* Clock.currentTimeMillis
+          const first = yield* firstOccurrence(name, schedule, now)
+          const encoded = Schema.encodeEither(kind.message)(message)
+          if (Either.isLeft(encoded)) {
+            return yield* new InvalidGrainMessage({ grain: `${kind.name}/${key}`, issue: issueOf(encoded.left) })
+          }
+          const generation = String(yield* sharding.getSnowflake)
+          const row: ReminderSql.ReminderRow = {
+            name,
+            generation,
+            message: JSON.stringify(encoded.right),
+            nextDue: first.due,
+            periodMillis: first.periodMillis,
+            cron: schedule._tag === "Cron" ? schedule.expression : undefined,
+            timeZone: schedule._tag === "Cron" ? (schedule.timeZone ?? "UTC") : undefined
+          }
+          // The row first: an occurrence that arrives before its row would be dropped as stale. If the send
+          // fails, the row is taken back so no reminder is listed that will never fire.
+          yield* storage("register")(table.upsert(kind.name, key, row))
+          yield* sendOccurrence(kind, key, new ReminderDelivery({ name, generation, due: first.due })).pipe(
+            withSharding,
+            Effect.tapError(() => Effect.ignore(table.remove(kind.name, key, name, generation)))
+          )
+          return toInfo(row)
+        })
+
+      const deliver: RemindersService["deliver"] = (kind, key, delivery, handle) =>
+        Effect.gen(function* () {
+          const row = yield* table.get(kind.name, key, delivery.name)
+          // Unregistered, replaced, or an occurrence already handled: drop it.
+          if (row === undefined || row.generation !== delivery.generation || row.nextDue !== delivery.due) return
+          const decoded = Schema.decodeUnknownEither(kind.message)(JSON.parse(row.message))
+          if (Either.isLeft(decoded)) {
+            yield* Effect.logError(
+              `reminder "${row.name}" of grain ${kind.name}/${key} holds a message the kind's schema cannot decode`,
+              issueOf(decoded.left)
+            )
+          } else {
+            yield* handle(decoded.right)
+          }
+          const now = yield* Clock.currentTimeMillis
+          const next = nextOccurrence(row, now)
+          if (next === undefined) {
+            yield* table.remove(kind.name, key, row.name, row.generation)
+            return
+          }
+          // The next occurrence is persisted before the row moves on: a crash in between redelivers this one.
+          yield* sendOccurrence(
+            kind,
+            key,
+            new ReminderDelivery({ name: row.name, generation: row.generation, due: next })
+          )
+          yield* table.advance(kind.name, key, row.name, row.generation, next)
+        }).pipe(
+          withSharding,
+          Effect.catchAllCause((cause) =>
+            Effect.logError(`reminder "${delivery.name}" of grain ${kind.name}/${key} could not be delivered`, cause)
+          )
+        )
+
+      return {
+        register,
+        unregister: (kind, key, name) => storage("unregister")(table.remove(kind.name, key, name)),
+        list: (kind, key) => storage("list")(Effect.map(table.list(kind.name, key), (rows) => rows.map(toInfo))),
+        hosted,
+        deliver
+      }
+    })
+  )
+
+/** The cluster grain hosting the grain behind `props`. */
+const hostedKind = (service: RemindersService, props: GrainProps<any>): Effect.Effect<KindWire, UnknownGrainKind> => {
+  const kind = service.hosted.get(props.identity.kind)
+  return kind === undefined
+    ? Effect.fail(
+        new UnknownGrainKind({
+          kind: props.identity.kind,
+          key: props.identity.key,
+          detail: "reminders are for cluster grains hosted by ClusterGrain.layer on this runner"
+        })
+      )
+    : Effect.succeed(kind)
+}
+
+/**
+ * From inside a cluster grain (`ctx` or `props`): registers reminder `name`, replacing one of the same name. The
+ * message goes through the kind's message schema.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Grain } from "tickwork"
+ * import { Reminders } from "tickwork/cluster"
+ *
+ * type Msg = { readonly _tag: "Subscribe" } | { readonly _tag: "Renew" }
+ *
+ * const Subscription = Grain.make<Msg>()({
+ *   name: "subscription",
+ *   onReceive: (ctx) =>
+ *     ctx.message._tag === "Subscribe"
+ *       ? Effect.asVoid(Reminders.register(ctx, "renew", { _tag: "Renew" }, Reminders.after("30 days")))
+ *       : Effect.logInfo("renewing")
+ * })
+ * ```
+ *
+ * @since 0.2.0
+ * @category combinators
+ */
+export const register = <Msg>(
+  props: GrainProps<Msg>,
+  name: string,
+  message: NoInfer<Msg>,
+  schedule: ReminderSchedule
+): Effect.Effect<ReminderInfo, RegisterError, Reminders> =>
+  Effect.flatMap(Reminders, (service) =>
+    Effect.flatMap(hostedKind(service, props), (kind) =>
+      service.register(kind, props.identity.key, name, message, schedule)
+    )
+  )
+
+/**
+ * From inside a cluster grain: removes reminder `name`; succeeds with true when it existed. An occurrence that is
+ * already persisted is dropped when it arrives.
+ *
+ * @example
+ * ```ts
+ * import { Grain } from "tickwork"
+ * import { Reminders } from "tickwork/cluster"
+ *
+ * const Cancel = Grain.make<"cancel">()({
+ *   name: "cancellable",
+ *   onReceive: (ctx) => Reminders.unregister(ctx, "renew")
+ * })
+ * ```
+ *
+ * @since 0.2.0
+ * @category combinators
+ */
+export const unregister = (
+  props: GrainProps<any>,
+  name: string
+): Effect.Effect<boolean, ReminderStorageError | UnknownGrainKind, Reminders> =>
+  Effect.flatMap(Reminders, (service) =>
+    Effect.flatMap(hostedKind(service, props), (kind) => service.unregister(kind, props.identity.key, name))
+  )
+
+/**
+ * From inside a cluster grain: its reminders, by name.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Grain } from "tickwork"
+ * import { Reminders } from "tickwork/cluster"
+ *
+ * const Lister = Grain.make<"list">()({
+ *   name: "lister",
+ *   onReceive: (ctx) => Effect.flatMap(Reminders.list(ctx), (reminders) => ctx.reply(reminders.length))
+ * })
+ * ```
+ *
+ * @since 0.2.0
+ * @category combinators
+ */
+export const list = (
+  props: GrainProps<any>
+): Effect.Effect<ReadonlyArray<ReminderInfo>, ReminderStorageError | UnknownGrainKind, Reminders> =>
+  Effect.flatMap(Reminders, (service) =>
+    Effect.flatMap(hostedKind(service, props), (kind) => service.list(kind, props.identity.key))
+  )
+
+/**
+ * From anywhere on a runner with the service: registers reminder `name` of grain (kind, key).
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { Grain } from "tickwork"
+ * import { ClusterGrain, Reminders } from "tickwork/cluster"
+ *
+ * const Invoice = ClusterGrain.make(
+ *   Grain.make<string>()({ name: "invoice", onReceive: (ctx) => Effect.logInfo(ctx.message) }),
+ *   { message: Schema.String }
+ * )
+ * const program = Reminders.registerFor(Invoice, "inv-7", "dunning", "send reminder", Reminders.after("14 days"))
+ * ```
+ *
+ * @since 0.2.0
+ * @category combinators
+ */
+export const registerFor = <Msg>(
+  kind: ClusterGrain<Msg, any, any, any>,
+  key: string,
+  name: string,
+  message: NoInfer<Msg>,
+  schedule: ReminderSchedule
+): Effect.Effect<ReminderInfo, RegisterError, Reminders> =>
+  Effect.flatMap(Reminders, (service) => service.register(kind, key, name, message, schedule))
+
+/**
+ * From anywhere on a runner with the service: removes reminder `name` of grain (kind, key).
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { Grain } from "tickwork"
+ * import { ClusterGrain, Reminders } from "tickwork/cluster"
+ *
+ * const Invoice = ClusterGrain.make(
+ *   Grain.make<string>()({ name: "invoice", onReceive: (ctx) => Effect.logInfo(ctx.message) }),
+ *   { message: Schema.String }
+ * )
+ * const program = Reminders.unregisterFor(Invoice, "inv-7", "dunning")
+ * ```
+ *
+ * @since 0.2.0
+ * @category combinators
+ */
+export const unregisterFor = (
+  kind: ClusterGrain<any, any, any, any>,
+  key: string,
+  name: string
+): Effect.Effect<boolean, ReminderStorageError, Reminders> =>
+  Effect.flatMap(Reminders, (service) => service.unregister(kind, key, name))
+
+/**
+ * From anywhere on a runner with the service: the reminders of grain (kind, key).
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { Grain } from "tickwork"
+ * import { ClusterGrain, Reminders } from "tickwork/cluster"
+ *
+ * const Invoice = ClusterGrain.make(
+ *   Grain.make<string>()({ name: "invoice", onReceive: (ctx) => Effect.logInfo(ctx.message) }),
+ *   { message: Schema.String }
+ * )
+ * const program = Reminders.listFor(Invoice, "inv-7")
+ * ```
+ *
+ * @since 0.2.0
+ * @category combinators
+ */
+export const listFor = (
+  kind: ClusterGrain<any, any, any, any>,
+  key: string
+): Effect.Effect<ReadonlyArray<ReminderInfo>, ReminderStorageError, Reminders> =>
+  Effect.flatMap(Reminders, (service) => service.list(kind, key))

@@ -1,0 +1,276 @@
+/**
+ * The host of cluster grains on a runner, and the client side of tell and ask.
+ *
+ * Each grain kind is an entity. When the cluster starts an entity (kind, key) on this runner, its handlers forward
+ * every message to one local activation of the grain, run by the single-process grain runtime (`GrainRegistry`) on
+ * the runner's `ActorSystem`: the grain code, its timers and their semantics are the single-process ones, and the
+ * cluster contributes placement (one owner per identity), idle passivation and persistence. We chose this over
+ * re-implementing the grain lifecycle inside entity handlers because the timer engine, the dormant-until-activated
+ * rule, stale-tick dropping and deactivation order are subtle and already tested; the cost is one local mailbox hop
+ * per message. The entity handler waits until the grain has handled each message, so the cluster's view (a
+ * persisted message is done, the entity is idle) matches the grain's.
+ *
+ * When the entity stops (idle passivation, shard moved away, shutdown), its scope closes the local activation:
+ * timers stop, `onDeactivate` runs, and messages still waiting are rejected rather than starting an activation
+ * here; the cluster routes the next message to wherever the shard lives.
+ *
+ * Keep-alive timers: while an activation holds one, the entity is kept alive with `Entity.keepAlive(true)`. When
+ * the last goes, keep-alive is released and the entity sends itself a no-op `Touch`, so idle time counts from then
+ * (releasing keep-alive alone does not refresh the entity's idle clock).
+ */
+import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect/cluster/ClusterError"
+import * as Entity from "@effect/cluster/Entity"
+import { Sharding } from "@effect/cluster/Sharding"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
+import * as Schema from "effect/Schema"
+import { ActorSystem } from "../../ActorSystem.js"
+import type { Grain } from "../../Grain.js"
+import { type GrainAskError, GrainRegistry } from "../../internal/grain.js"
+import * as Passivation from "../../Passivation.js"
+import { Reminders } from "../Reminders.js"
+import {
+  type AskFailure,
+  checkMessage,
+  DEFAULT_SEND_TIMEOUT,
+  GrainSendTimeout,
+  guardedSend,
+  type InvalidGrainMessage,
+  type InvalidGrainReply,
+  issueOf,
+  type KindWire,
+  kindsByGrain,
+  type ReminderDelivery,
+  registerLocalKind,
+  UnknownGrainKind,
+  unregisterLocalKind
+} from "./grainProtocol.js"
+
+interface HostedKind extends KindWire {
+  readonly maxIdleTime: Duration.Duration | undefined
+}
+
+/** Client side: tell. */
+export const tell = (
+  kind: KindWire,
+  key: string,
+  message: unknown,
+  timeout?: Duration.DurationInput
+): Effect.Effect<
+  void,
+  | UnknownGrainKind
+  | InvalidGrainMessage
+  | InvalidGrainReply
+  | GrainSendTimeout
+  | MailboxFull
+  | AlreadyProcessingMessage
+  | PersistenceError,
+  Sharding
+> =>
+  Effect.zipRight(
+    checkMessage(kind, key, message),
+    guardedSend(
+      kind,
+      key,
+      timeout ?? DEFAULT_SEND_TIMEOUT,
+      () => new GrainSendTimeout({ grain: `${kind.name}/${key}`, timeoutMillis: timeoutMillisOf(timeout) }),
+      (client): Effect.Effect<void, MailboxFull | AlreadyProcessingMessage | PersistenceError> =>
+        client.Tell({ message }, { discard: true })
+    )
+  )
+
+/** Client side: ask; wire failures are mapped by the caller. */
+export const ask = <E>(
+  kind: KindWire,
+  key: string,
+  message: unknown,
+  timeoutMillis: number,
+  onTimeout: () => E
+): Effect.Effect<
+  unknown,
+  | AskFailure
+  | E
+  | UnknownGrainKind
+  | InvalidGrainMessage
+  | InvalidGrainReply
+  | MailboxFull
+  | AlreadyProcessingMessage
+  | PersistenceError,
+  Sharding
+> =>
+  Effect.zipRight(
+    checkMessage(kind, key, message),
+    guardedSend(
+      kind,
+      key,
+      timeoutMillis,
+      onTimeout,
+      (client): Effect.Effect<unknown, AskFailure | MailboxFull | AlreadyProcessingMessage | PersistenceError> =>
+        client.Ask({ message })
+    )
+  )
+
+const timeoutMillisOf = (timeout: Duration.DurationInput | undefined): number =>
+  Duration.toMillis(Duration.decode(timeout ?? DEFAULT_SEND_TIMEOUT))
+
+const idOf = (kind: string, key: string): string => `${kind}\u0000${key}`
+
+/** A grain's wire error for an ask that failed on this runner. */
+const toWire = (error: GrainAskError): AskFailure => {
+  switch (error._tag) {
+    case "GrainReplyError":
+      return { _tag: "ReplyError", error: error.error }
+    case "GrainMessageUnhandled":
+      return { _tag: "Unhandled" }
+    case "GrainFailed":
+      return { _tag: "Failed", cause: error.cause }
+    case "GrainActivationFailed":
+      return { _tag: "ActivationFailed", cause: error.cause }
+    case "AskUndeliverable":
+      return { _tag: "Undeliverable", reason: error.reason }
+    case "UnknownGrainKind":
+      return { _tag: "Undeliverable", reason: "stopped" }
+  }
+}
+
+/** Keeps the entity alive while `set(true)`; applies changes in order on one fiber at a time. */
+const keepAliveSwitch = (runtime: Runtime.Runtime<Sharding | Entity.CurrentAddress>, touch: Effect.Effect<void>) => {
+  let desired = false
+  let applied = false
+  let fiber: Fiber.RuntimeFiber<void> | undefined
+  const apply: Effect.Effect<void, never, Sharding | Entity.CurrentAddress> = Effect.suspend(() => {
+    if (desired === applied) {
+      fiber = undefined
+      return Effect.void
+    }
+    const target = desired
+    return Entity.keepAlive(target).pipe(
+      Effect.zipRight(target ? Effect.void : touch),
+      Effect.zipRight(
+        Effect.suspend(() => {
+          applied = target
+          return apply
+        })
+      )
+    )
+  })
+  return {
+    set: (enabled: boolean) => {
+      desired = enabled
+      if (fiber === undefined) fiber = Runtime.runFork(runtime)(apply)
+    },
+    stop: Effect.suspend(() => (fiber === undefined ? Effect.void : Fiber.interruptFork(fiber)))
+  }
+}
+
+export const layer = (kinds: ReadonlyArray<HostedKind>): Layer.Layer<never, never, Sharding | ActorSystem | any> =>
+  Layer.scopedDiscard(
+    Effect.gen(function* () {
+      const byName = new Map<string, Grain<any, any, any, any>>()
+      for (const kind of kinds) {
+        if (byName.has(kind.name)) throw new RangeError(`grain kind "${kind.name}" is registered twice`)
+        byName.set(kind.name, kind.grain)
+      }
+      const sharding = yield* Sharding
+      const system = yield* ActorSystem
+      const reminders = yield* Effect.serviceOption(Reminders)
+      const runtime = yield* Effect.runtime<never>()
+      const keepAliveSinks = new Map<string, (enabled: boolean) => void>()
+
+      const tellGrain = (kind: Grain<any, any, any, any>, key: string, message: unknown) => {
+        const wire = kindsByGrain.get(kind)
+        if (wire === undefined) {
+          return Effect.fail(
+            new UnknownGrainKind({ kind: kind.name, key, detail: "it is not a cluster grain (see ClusterGrain.make)" })
+          )
+        }
+        return tell(wire, key, message).pipe(
+          Effect.catchAll((error): Effect.Effect<void, UnknownGrainKind> => {
+            if (error._tag === "UnknownGrainKind") return Effect.fail(error)
+            if (error._tag === "InvalidGrainMessage") return Effect.die(error)
+            return Effect.logWarning(`tellGrain: message for grain ${wire.name}/${key} not delivered`, error)
+          }),
+          Effect.provideService(Sharding, sharding)
+        )
+      }
+
+      const registry = new GrainRegistry(system, runtime, byName, Passivation.never, {
+        tellGrain,
+        // The cluster passivates idle grains (the entity's maxIdleTime); message-count passivation stays local.
+        passivationOf: (kind) => (kind.passivation?._tag === "MessageCount" ? kind.passivation : Passivation.never),
+        keepAliveChanged: (identity, enabled) => keepAliveSinks.get(idOf(identity.kind, identity.key))?.(enabled)
+      })
+
+      for (const kind of kinds) {
+        registerLocalKind(sharding, kind.name)
+        yield* Effect.addFinalizer(() => Effect.sync(() => unregisterLocalKind(sharding, kind.name)))
+        if (Option.isSome(reminders)) {
+          reminders.value.hosted.set(kind.name, kind)
+          yield* Effect.addFinalizer(() => Effect.sync(() => reminders.value.hosted.delete(kind.name)))
+        }
+        const logged = (what: string, key: string) => (error: GrainAskError) =>
+          Effect.logWarning(`${what} for grain ${kind.name}/${key} was not handled`, error)
+
+        const build = Effect.gen(function* () {
+          const address = yield* Entity.CurrentAddress
+          const key = address.entityId as string
+          const entityRuntime = yield* Effect.runtime<Sharding | Entity.CurrentAddress>()
+          const touch: Effect.Effect<void> = Effect.flatMap(kind.entity.client, (client) =>
+            Effect.ignore((client(key) as any).Touch(undefined, { discard: true }) as Effect.Effect<void, unknown>)
+          ).pipe(Effect.provideService(Sharding, sharding))
+          const keepAlive = keepAliveSwitch(entityRuntime, touch)
+          const id = idOf(kind.name, key)
+          keepAliveSinks.set(id, keepAlive.set)
+          yield* Effect.addFinalizer(() =>
+            Effect.suspend(() => {
+              if (keepAliveSinks.get(id) === keepAlive.set) keepAliveSinks.delete(id)
+              return Effect.zipRight(keepAlive.stop, registry.close(kind.name, key))
+            })
+          )
+          const tracked = (message: unknown, what: string) =>
+            Effect.catchAll(registry.tellTracked(kind.grain, key, message), logged(what, key))
+          return {
+            Tell: (request: { readonly payload: { readonly message: unknown } }) =>
+              tracked(request.payload.message, "a told message"),
+            Ask: (request: { readonly payload: { readonly message: unknown } }) =>
+              registry.ask(kind.grain, key, request.payload.message).pipe(
+                Effect.mapError(toWire),
+                Effect.flatMap((value) => {
+                  const reply = kind.reply
+                  if (reply === undefined || value === undefined) return Effect.succeed(undefined)
+                  const encoded = Schema.encodeEither(reply)(value)
+                  return Either.isLeft(encoded)
+                    ? Effect.fail<AskFailure>({ _tag: "InvalidReply", issue: issueOf(encoded.left) })
+                    : Effect.succeed(value)
+                }),
+                Effect.catchIf(
+                  (failure): failure is Extract<AskFailure, { _tag: "ReplyError" }> => failure._tag === "ReplyError",
+                  (failure) => {
+                    const encoded = Schema.encodeEither(kind.error)(failure.error)
+                    return Effect.fail<AskFailure>(
+                      Either.isLeft(encoded) ? { _tag: "InvalidReply", issue: issueOf(encoded.left) } : failure
+                    )
+                  }
+                )
+              ),
+            Touch: () => Effect.void,
+            Remind: (request: { readonly payload: ReminderDelivery }) =>
+              Option.isSome(reminders)
+                ? reminders.value.deliver(kind, key, request.payload, (message) => tracked(message, "a reminder"))
+                : Effect.logError(
+                    `reminder "${request.payload.name}" for grain ${kind.name}/${key} arrived on a runner without the Reminders service; it is dropped`
+                  )
+          }
+        })
+        yield* sharding.registerEntity(kind.entity, build as never, {
+          maxIdleTime: kind.maxIdleTime,
+          concurrency: 1
+        })
+      }
+    })
+  ) as never

@@ -1,0 +1,229 @@
+/**
+ * The wire side of cluster grains: the entity protocol a grain kind becomes, the errors an ask carries back, the
+ * reminder delivery payload, and the guarded client send that never waits on a kind nobody registered.
+ */
+import * as ClusterSchema from "@effect/cluster/ClusterSchema"
+import * as DeliverAt from "@effect/cluster/DeliverAt"
+import * as Entity from "@effect/cluster/Entity"
+import * as EntityId from "@effect/cluster/EntityId"
+import { Sharding } from "@effect/cluster/Sharding"
+import * as Rpc from "@effect/rpc/Rpc"
+import type * as Cause from "effect/Cause"
+import * as Data from "effect/Data"
+import * as DateTime from "effect/DateTime"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as PrimaryKey from "effect/PrimaryKey"
+import * as Schema from "effect/Schema"
+import type { Grain } from "../../Grain.js"
+
+/** The payload of a reminder delivery: a persisted self-message, due at `due`, deduplicated per occurrence. */
+export class ReminderDelivery extends Schema.Class<ReminderDelivery>("tickwork/cluster/ReminderDelivery")({
+  name: Schema.String,
+  generation: Schema.String,
+  due: Schema.Number
+}) {
+  [PrimaryKey.symbol](): string {
+    return `reminder:${this.name}@${this.generation}@${this.due}`
+  }
+  [DeliverAt.symbol](): DateTime.DateTime {
+    return DateTime.unsafeMake(this.due)
+  }
+}
+
+/** A cause as it crosses processes: errors and defects become plain, printable values. */
+const WireCause = Schema.Cause({ error: Schema.Defect, defect: Schema.Defect })
+
+/** Why an ask failed on the runner that hosts the grain. */
+export const askFailure = <E, EI>(error: Schema.Schema<E, EI>) =>
+  Schema.Union(
+    Schema.TaggedStruct("ReplyError", { error }),
+    Schema.TaggedStruct("Unhandled", {}),
+    Schema.TaggedStruct("Failed", { cause: WireCause }),
+    Schema.TaggedStruct("ActivationFailed", { cause: WireCause }),
+    Schema.TaggedStruct("Undeliverable", { reason: Schema.Literal("stopped", "mailbox-full") }),
+    Schema.TaggedStruct("InvalidReply", { issue: Schema.String })
+  )
+
+export type AskFailure =
+  | { readonly _tag: "ReplyError"; readonly error: unknown }
+  | { readonly _tag: "Unhandled" }
+  | { readonly _tag: "Failed"; readonly cause: Cause.Cause<unknown> }
+  | { readonly _tag: "ActivationFailed"; readonly cause: Cause.Cause<unknown> }
+  | { readonly _tag: "Undeliverable"; readonly reason: "stopped" | "mailbox-full" }
+  | { readonly _tag: "InvalidReply"; readonly issue: string }
+
+/** The rpc tags of a grain entity. */
+export const TELL = "Tell"
+export const ASK = "Ask"
+export const TOUCH = "Touch"
+export const REMIND = "Remind"
+
+/** The entity a grain kind becomes: tell, ask, a no-op touch (it refreshes idle time), and reminder delivery. */
+export const makeEntity = (
+  name: string,
+  message: Schema.Schema<any, any>,
+  reply: Schema.Schema<any, any>,
+  error: Schema.Schema<any, any>,
+  persisted: boolean
+): Entity.Entity<string, any> => {
+  const payload = { message }
+  return Entity.make(name, [
+    Rpc.make(TELL, { payload }).annotate(ClusterSchema.Persisted, persisted),
+    Rpc.make(ASK, { payload, success: Schema.UndefinedOr(reply), error: askFailure(error) }).annotate(
+      ClusterSchema.Persisted,
+      persisted
+    ),
+    Rpc.make(TOUCH),
+    Rpc.make(REMIND, { payload: ReminderDelivery })
+      .annotate(ClusterSchema.Persisted, true)
+      .annotate(ClusterSchema.Uninterruptible, true)
+  ]) as never
+}
+
+/** What the wire layer needs to know about a cluster grain kind. */
+export interface KindWire {
+  readonly name: string
+  readonly grain: Grain<any, any, any, any>
+  readonly message: Schema.Schema<any, any>
+  readonly reply: Schema.Schema<any, any> | undefined
+  readonly error: Schema.Schema<any, any>
+  readonly entity: Entity.Entity<string, any>
+}
+
+/** The cluster grain of each grain kind made with `ClusterGrain.make` (so `tellGrain` can route a `Grain`). */
+export const kindsByGrain = new WeakMap<Grain<any, any, any, any>, KindWire>()
+
+/** The kind names registered on each runner (keyed by its Sharding service). */
+const localKinds = new WeakMap<object, Set<string>>()
+
+export const registerLocalKind = (sharding: object, name: string): void => {
+  let names = localKinds.get(sharding)
+  if (names === undefined) localKinds.set(sharding, (names = new Set()))
+  names.add(name)
+}
+
+export const unregisterLocalKind = (sharding: object, name: string): void => {
+  localKinds.get(sharding)?.delete(name)
+}
+
+/**
+ * The grain kind is not registered where the message must go. The cluster itself would wait forever for a kind no
+ * runner registers, so this is checked on the sending runner (it owns the shard, no kind registered) and bounded
+ * everywhere else.
+ */
+export class UnknownGrainKind extends Data.TaggedError("UnknownGrainKind")<{
+  readonly kind: string
+  readonly key: string
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `cannot reach grain ${this.kind}/${this.key}: ${this.detail}`
+  }
+}
+
+/** The message does not encode with the kind's message schema, or the receiving runner could not decode it. */
+export class InvalidGrainMessage extends Data.TaggedError("InvalidGrainMessage")<{
+  readonly grain: string
+  readonly issue: string
+}> {
+  override get message(): string {
+    return `message for grain ${this.grain} does not match the kind's message schema: ${this.issue}`
+  }
+}
+
+/** The grain's reply (or `err` value) does not encode or decode with the kind's reply (or error) schema. */
+export class InvalidGrainReply extends Data.TaggedError("InvalidGrainReply")<{
+  readonly grain: string
+  readonly issue: string
+}> {
+  override get message(): string {
+    return `reply of grain ${this.grain} does not match the kind's schema: ${this.issue}`
+  }
+}
+
+/** The cluster did not accept a told message in time. */
+export class GrainSendTimeout extends Data.TaggedError("GrainSendTimeout")<{
+  readonly grain: string
+  readonly timeoutMillis: number
+}> {
+  override get message(): string {
+    return `the cluster did not accept a message for grain ${this.grain} within ${this.timeoutMillis} ms: no runner registers the kind for its shard, or runners or storage are unreachable`
+  }
+}
+
+/** A parse error in one line per issue: "path: message". */
+export const issueOf = (error: ParseResult.ParseError): string =>
+  ParseResult.ArrayFormatter.formatErrorSync(error)
+    .map((issue) => (issue.path.length === 0 ? issue.message : `${issue.path.join(".")}: ${issue.message}`))
+    .join("; ")
+
+/** The default bound on handing a message to the cluster. */
+export const DEFAULT_SEND_TIMEOUT = Duration.seconds(5)
+
+/** Checks that `message` encodes with the kind's message schema. */
+export const checkMessage = (
+  kind: KindWire,
+  key: string,
+  message: unknown
+): Effect.Effect<void, InvalidGrainMessage> => {
+  const encoded = Schema.encodeEither(kind.message)(message)
+  return Either.isLeft(encoded)
+    ? Effect.fail(new InvalidGrainMessage({ grain: `${kind.name}/${key}`, issue: issueOf(encoded.left) }))
+    : Effect.void
+}
+
+/**
+ * Runs `send` with the entity client of (kind, key) after the check that keeps it from hanging: when this runner
+ * owns the key's shard, the kind must be registered here. The send itself is bounded by `timeout`; it runs
+ * disconnected, because interrupting a send to an unregistered kind waits for that kind too. Decoding defects
+ * become `InvalidGrainMessage` / `InvalidGrainReply`; other defects stay defects.
+ */
+export const guardedSend = <A, E, E2>(
+  kind: KindWire,
+  key: string,
+  timeout: Duration.DurationInput,
+  onTimeout: () => E2,
+  send: (client: any) => Effect.Effect<A, E>
+): Effect.Effect<A, E | E2 | UnknownGrainKind | InvalidGrainMessage | InvalidGrainReply, Sharding> =>
+  Effect.gen(function* () {
+    const sharding = yield* Sharding
+    const entityId = EntityId.make(key)
+    const shardId = sharding.getShardId(entityId, kind.entity.getShardGroup(entityId))
+    if (sharding.hasShardId(shardId) && !localKinds.get(sharding)?.has(kind.name)) {
+      return yield* new UnknownGrainKind({
+        kind: kind.name,
+        key,
+        detail: "this runner owns the grain's shard and no ClusterGrain.layer on it registers the kind"
+      })
+    }
+    const grain = `${kind.name}/${key}`
+    const client = (yield* kind.entity.client)(key)
+    const sent = send(client).pipe(
+      Effect.catchAllDefect((defect) => Effect.fail(defectToError(grain, defect))),
+      Effect.disconnect,
+      Effect.timeoutFail({ duration: timeout, onTimeout })
+    )
+    return yield* Effect.catchIf(
+      sent,
+      (e): e is DefectPassthrough => e instanceof DefectPassthrough,
+      (e) => Effect.die(e.defect)
+    )
+  }) as never
+
+/** Decoding failures surface from the cluster as defects; they are bad input, so they become typed errors. */
+const defectToError = (grain: string, defect: unknown): InvalidGrainMessage | InvalidGrainReply | DefectPassthrough => {
+  if (Predicate_isTagged(defect, "MalformedMessage")) {
+    return new InvalidGrainMessage({ grain, issue: String((defect as { cause: unknown }).cause) })
+  }
+  if (ParseResult.isParseError(defect)) return new InvalidGrainReply({ grain, issue: issueOf(defect) })
+  return new DefectPassthrough({ defect })
+}
+
+const Predicate_isTagged = (u: unknown, tag: string): boolean =>
+  typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === tag
+
+/** A defect that is not about decoding: re-raised as a defect after the bounded send. */
+class DefectPassthrough extends Data.TaggedError("DefectPassthrough")<{ readonly defect: unknown }> {}

@@ -1,0 +1,102 @@
+/**
+ * The reminders table. Portable SQL (SQLite and PostgreSQL): TEXT keys, BIGINT times, `ON CONFLICT ... DO UPDATE`.
+ * BIGINT columns come back as numbers from SQLite and as strings from PostgreSQL, so reads go through `Number`.
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Effect from "effect/Effect"
+
+export interface ReminderRow {
+  readonly name: string
+  readonly generation: string
+  readonly message: string
+  readonly nextDue: number
+  readonly periodMillis: number | undefined
+  readonly cron: string | undefined
+  readonly timeZone: string | undefined
+}
+
+interface RawRow {
+  readonly name: string
+  readonly generation: string
+  readonly message: string
+  readonly next_due: number | string | bigint
+  readonly period_millis: number | string | bigint | null
+  readonly cron: string | null
+  readonly time_zone: string | null
+}
+
+const toRow = (raw: RawRow): ReminderRow => ({
+  name: raw.name,
+  generation: raw.generation,
+  message: raw.message,
+  nextDue: Number(raw.next_due),
+  periodMillis: raw.period_millis === null ? undefined : Number(raw.period_millis),
+  cron: raw.cron ?? undefined,
+  timeZone: raw.time_zone ?? undefined
+})
+
+export interface ReminderSql {
+  readonly upsert: (kind: string, key: string, row: ReminderRow) => Effect.Effect<void, SqlError>
+  readonly get: (kind: string, key: string, name: string) => Effect.Effect<ReminderRow | undefined, SqlError>
+  readonly list: (kind: string, key: string) => Effect.Effect<ReadonlyArray<ReminderRow>, SqlError>
+  /** Moves the reminder to its next occurrence, only if `generation` is still current. */
+  readonly advance: (
+    kind: string,
+    key: string,
+    name: string,
+    generation: string,
+    nextDue: number
+  ) => Effect.Effect<void, SqlError>
+  /** Deletes the reminder; with a generation, only if it is still current. True when a row was deleted. */
+  readonly remove: (kind: string, key: string, name: string, generation?: string) => Effect.Effect<boolean, SqlError>
+}
+
+export const make = (sql: SqlClient.SqlClient, tableName: string): Effect.Effect<ReminderSql, SqlError> =>
+  Effect.gen(function* () {
+    const table = sql(tableName)
+    yield* sql`CREATE TABLE IF NOT EXISTS ${table} (
+      kind TEXT NOT NULL,
+      grain_key TEXT NOT NULL,
+      name TEXT NOT NULL,
+      generation TEXT NOT NULL,
+      message TEXT NOT NULL,
+      next_due BIGINT NOT NULL,
+      period_millis BIGINT,
+      cron TEXT,
+      time_zone TEXT,
+      PRIMARY KEY (kind, grain_key, name)
+    )`
+    const select = sql`SELECT name, generation, message, next_due, period_millis, cron, time_zone FROM ${table}`
+    return {
+      upsert: (kind, key, row) =>
+        Effect.asVoid(sql`INSERT INTO ${table}
+          (kind, grain_key, name, generation, message, next_due, period_millis, cron, time_zone)
+          VALUES (${kind}, ${key}, ${row.name}, ${row.generation}, ${row.message}, ${row.nextDue},
+            ${row.periodMillis ?? null}, ${row.cron ?? null}, ${row.timeZone ?? null})
+          ON CONFLICT (kind, grain_key, name) DO UPDATE SET
+            generation = excluded.generation, message = excluded.message, next_due = excluded.next_due,
+            period_millis = excluded.period_millis, cron = excluded.cron, time_zone = excluded.time_zone`),
+      get: (kind, key, name) =>
+        Effect.map(sql<RawRow>`${select} WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name}`, (rows) =>
+          rows[0] === undefined ? undefined : toRow(rows[0])
+        ),
+      list: (kind, key) =>
+        Effect.map(sql<RawRow>`${select} WHERE kind = ${kind} AND grain_key = ${key} ORDER BY name`, (rows) =>
+          rows.map(toRow)
+        ),
+      advance: (kind, key, name, generation, nextDue) =>
+        Effect.asVoid(sql`UPDATE ${table} SET next_due = ${nextDue}
+          WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name} AND generation = ${generation}`),
+      remove: (kind, key, name, generation) =>
+        Effect.map(
+          generation === undefined
+            ? sql<{ name: string }>`DELETE FROM ${table}
+                WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name} RETURNING name`
+            : sql<{ name: string }>`DELETE FROM ${table}
+                WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name} AND generation = ${generation}
+                RETURNING name`,
+          (rows) => rows.length > 0
+        )
+    }
+  })
