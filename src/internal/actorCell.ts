@@ -9,9 +9,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
-import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
@@ -26,11 +24,9 @@ import type { ActorRef } from "../ActorRef.js"
 import type { ActorSystemService, SpawnError } from "../ActorSystem.js"
 import type { LogContext } from "../LogContext.js"
 import type { SupervisorStrategy } from "../Supervision.js"
-import type { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
-import type { TimerScheduler } from "../Timers.js"
+import { CellContext } from "./actorContext.js"
 import { type ActorHooks, hooksOf } from "./actorHooks.js"
 import { type Dispatcher, installFiberRefs } from "./dispatcher.js"
-import { delayMillis, intervalMillis } from "./duration.js"
 import { EMPTY, Mailbox } from "./mailbox.js"
 import { recordDelivered, recordDropped, recordLateness } from "./metrics.js"
 import { BaseRef, type Delivery } from "./refs.js"
@@ -100,7 +96,7 @@ enum Completion {
   Internal = 2
 }
 
-enum Mode {
+export enum Mode {
   Single = 0,
   FixedDelay = 1,
   FixedRate = 2,
@@ -108,7 +104,7 @@ enum Mode {
 }
 
 /** A `context.timers` timer. Replacing or cancelling it sets `active = false`; its queued ticks are then stale. */
-class ActorTimer extends MailboxTick {
+export class ActorTimer extends MailboxTick {
   active = true
   scheduleState: unknown
   get kind() {
@@ -227,10 +223,12 @@ export class CellRef<Msg> extends BaseRef<Msg> {
 export class ActorCell {
   readonly ref: CellRef<any>
   readonly mailbox: Mailbox
-  readonly children = new Map<string, ActorCell>()
-  readonly timers = new Map<string, ActorTimer>()
-  readonly timerTables = new Set<TimerTable>()
-  readonly done: Deferred.Deferred<void> = Deferred.unsafeMake(FiberId.none)
+  /** Children by name, timers by key, registered timer tables: made on first use (most actors have none). */
+  children: Map<string, ActorCell> | undefined = undefined
+  timers: Map<string, ActorTimer> | undefined = undefined
+  timerTables: Set<TimerTable> | undefined = undefined
+  /** Completed at termination; made only when someone waits for it. */
+  private done: Deferred.Deferred<void> | undefined = undefined
   readonly context: ActorContext<any>
   /** The fiber running this actor's drain while one runs; undefined for an idle actor. */
   fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined = undefined
@@ -244,13 +242,13 @@ export class ActorCell {
   /** `forceStop` took over: a drain still queued must not run. */
   private forced = false
   private started = false
-  private readonly onTerminated: Array<() => void> = []
+  private onTerminated: Array<() => void> | undefined = undefined
   receiveTimeout: ReceiveTimeout | undefined = undefined
   lastActivity = 0
   private state: unknown = undefined
   private status = Status.Starting
   private currentSender: ActorRef<any> | undefined = undefined
-  private restarts: Array<number> = []
+  private restarts: Array<number> | undefined = undefined
   private anonymous = 0
   private postStopPending = false
   private readonly hooks: ActorHooks | undefined
@@ -265,7 +263,13 @@ export class ActorCell {
     this.ref = new CellRef(this)
     this.hooks = hooksOf(actor)
     this.mailbox = new Mailbox(actor.mailboxCapacity ?? host.defaultMailboxCapacity)
-    this.context = makeContext(this)
+    this.context = new CellContext(this)
+  }
+
+  /** Waits until this actor has terminated. */
+  get awaitDone(): Effect.Effect<void> {
+    if (this.status === Status.Terminated) return Effect.void
+    return Deferred.await((this.done ??= Deferred.unsafeMake(FiberId.none)))
   }
 
   get isTerminated(): boolean {
@@ -525,9 +529,9 @@ export class ActorCell {
   private mayRestart(strategy: SupervisorStrategy): boolean {
     if (strategy.maxRestarts === Number.POSITIVE_INFINITY) return true
     const now = this.host.driver.now()
-    this.restarts = this.restarts.filter((t) => now - t < strategy.withinMillis)
-    if (this.restarts.length >= strategy.maxRestarts) return false
-    this.restarts.push(now)
+    const restarts = (this.restarts = (this.restarts ?? []).filter((t) => now - t < strategy.withinMillis))
+    if (restarts.length >= strategy.maxRestarts) return false
+    restarts.push(now)
     return true
   }
 
@@ -573,11 +577,13 @@ export class ActorCell {
       }
       this.status = Status.Terminated
       this.drainToDeadLetters()
-      this.parent?.children.delete(this.name)
+      this.parent?.children?.delete(this.name)
       this.host.terminated(this)
-      Deferred.unsafeDone(this.done, Effect.void)
+      if (this.done !== undefined) Deferred.unsafeDone(this.done, Effect.void)
       this.hooks?.terminated?.()
-      for (const callback of this.onTerminated.splice(0)) callback()
+      const callbacks = this.onTerminated
+      this.onTerminated = undefined
+      if (callbacks !== undefined) for (const callback of callbacks) callback()
     })
   }
 
@@ -590,7 +596,7 @@ export class ActorCell {
   /** Calls `callback` once the actor has terminated (at once if it has). */
   whenTerminated(callback: () => void): void {
     if (this.status === Status.Terminated) callback()
-    else this.onTerminated.push(callback)
+    else (this.onTerminated ??= []).push(callback)
   }
 
   /** Asks a child (or self) to stop after its current message. */
@@ -599,15 +605,15 @@ export class ActorCell {
   }
 
   private stopChildren(): Effect.Effect<void> {
-    if (this.children.size === 0) return Effect.void
+    if (this.children === undefined || this.children.size === 0) return Effect.void
     const children = Array.from(this.children.values())
     for (const child of children) child.requestStop()
-    return Effect.forEach(children, (child) => Deferred.await(child.done), { discard: true })
+    return Effect.forEach(children, (child) => child.awaitDone, { discard: true })
   }
 
   /** Stops the children now: a handler in flight is interrupted; each runs its own forced stop sequence. */
   private interruptChildren(): Effect.Effect<void> {
-    if (this.children.size === 0) return Effect.void
+    if (this.children === undefined || this.children.size === 0) return Effect.void
     return Effect.forEach(Array.from(this.children.values()), (child) => child.forceStop(), { discard: true })
   }
 
@@ -638,23 +644,44 @@ export class ActorCell {
 
   // ---------------------------------------------------------------- timers
 
+  /** Timers of this incarnation, the receive timeout and registered timer tables included. */
+  get timerCount(): number {
+    let count = (this.timers?.size ?? 0) + (this.receiveTimeout === undefined ? 0 : 1)
+    if (this.timerTables !== undefined) for (const table of this.timerTables) count += table.size
+    return count
+  }
+
+  /** Registers a timer table of a runtime built on this actor (an entity's, a Spot's); see `TimerTable`. */
+  addTimerTable(table: TimerTable): void {
+    ;(this.timerTables ??= new Set()).add(table)
+  }
+
+  /** The children map, made on first use. */
+  childMap(): Map<string, ActorCell> {
+    return (this.children ??= new Map())
+  }
+
   /** Cancels every timer of the incarnation, including the receive timeout; their queued ticks become stale. */
   cancelTimers(): void {
     const driver = this.host.driver
-    for (const timer of this.timers.values()) {
-      timer.active = false
-      driver.cancel(timer)
+    if (this.timers !== undefined) {
+      for (const timer of this.timers.values()) {
+        timer.active = false
+        driver.cancel(timer)
+      }
+      this.timers = undefined
     }
-    this.timers.clear()
     this.clearReceiveTimeout()
-    for (const table of this.timerTables) table.stopTimers()
-    this.timerTables.clear()
+    if (this.timerTables !== undefined) {
+      for (const table of this.timerTables) table.stopTimers()
+      this.timerTables = undefined
+    }
   }
 
   removeTimer(timer: ActorTimer): void {
     timer.active = false
     this.host.driver.cancel(timer)
-    if (this.timers.get(timer.key) === timer) this.timers.delete(timer.key)
+    if (this.timers?.get(timer.key) === timer) this.timers.delete(timer.key)
   }
 
   startTimer(
@@ -666,10 +693,10 @@ export class ActorCell {
     schedule?: Schedule.Schedule<unknown>
   ): ActorTimer | undefined {
     if (this.status >= Status.Stopping) return undefined
-    const previous = this.timers.get(key)
+    const previous = this.timers?.get(key)
     if (previous !== undefined) this.removeTimer(previous)
     const timer = new ActorTimer(this, key, message, mode, interval, schedule)
-    this.timers.set(key, timer)
+    ;(this.timers ??= new Map()).set(key, timer)
     if (mode !== Mode.Schedule) this.host.driver.schedule(timer, this.host.driver.now() + firstDelay)
     return timer
   }
@@ -712,95 +739,3 @@ const guard = (hook: () => Effect.Effect<void, never, any>, name: string): Effec
       ? (Effect.failCause(cause) as Effect.Effect<never>)
       : Effect.logError(`${name} failed`, cause)
   )
-
-const fromEither = <A, E>(either: Either.Either<A, E>, f: (a: A) => void): Effect.Effect<void, E> =>
-  Either.isLeft(either) ? Effect.fail(either.left) : Effect.sync(() => f(either.right))
-
-const makeTimers = (cell: ActorCell): TimerScheduler<any> => {
-  const periodic =
-    (mode: Mode) =>
-    (
-      key: string,
-      message: unknown,
-      interval: Duration.DurationInput,
-      initialDelay?: Duration.DurationInput
-    ): Effect.Effect<void, InvalidTimerInterval | InvalidTimerDelay> =>
-      Effect.suspend((): Effect.Effect<void, InvalidTimerInterval | InvalidTimerDelay> => {
-        const every = intervalMillis(interval)
-        if (Either.isLeft(every)) return Effect.fail(every.left)
-        const first = initialDelay === undefined ? Either.right(every.right) : delayMillis(initialDelay)
-        return fromEither(first, (delay) => {
-          cell.startTimer(key, message, mode, delay, every.right)
-        })
-      })
-  return {
-    startSingleTimer: (key, message, delay) =>
-      Effect.suspend(() =>
-        fromEither(delayMillis(delay), (millis) => {
-          cell.startTimer(key, message, Mode.Single, millis, 0)
-        })
-      ),
-    startTimerWithFixedDelay: periodic(Mode.FixedDelay),
-    startTimerAtFixedRate: periodic(Mode.FixedRate),
-    startTimerWithSchedule: (key, message, schedule) =>
-      Effect.suspend(() => {
-        const timer = cell.startTimer(key, message, Mode.Schedule, 0, 0, schedule)
-        if (timer === undefined) return Effect.void
-        timer.scheduleState = schedule.initial
-        return timer.step(cell.host.driver.now(), cell.host.driver)
-      }),
-    cancel: (key) =>
-      Effect.sync(() => {
-        const timer = cell.timers.get(key)
-        if (timer === undefined) return false
-        cell.removeTimer(timer)
-        return true
-      }),
-    cancelAll: Effect.sync(() => {
-      for (const timer of Array.from(cell.timers.values())) cell.removeTimer(timer)
-    }),
-    isTimerActive: (key) => Effect.sync(() => cell.timers.has(key)),
-    activeKeys: Effect.sync(() => Array.from(cell.timers.keys()))
-  }
-}
-
-const makeContext = (cell: ActorCell): ActorContext<any> => {
-  const timers = makeTimers(cell)
-  return {
-    get self() {
-      return cell.ref
-    },
-    get path() {
-      return cell.path
-    },
-    get system() {
-      return cell.host.service
-    },
-    get parent() {
-      return cell.parent?.ref
-    },
-    get sender() {
-      return cell.sender
-    },
-    timers,
-    get children() {
-      return Array.from(cell.children.values(), (child) => child.ref)
-    },
-    spawn: (actor, name) => cell.host.spawnCell(actor, name, cell),
-    stop: (ref) =>
-      Effect.suspend(() => {
-        if (!(ref instanceof CellRef)) return Effect.void
-        const target = ref.cell as ActorCell
-        target.requestStop()
-        // Waiting for oneself would deadlock: self stops after the current message.
-        return target === cell ? Effect.void : Deferred.await(target.done)
-      }),
-    setReceiveTimeout: (timeout, message) =>
-      Effect.suspend(() =>
-        fromEither(delayMillis(timeout), (millis) => {
-          cell.setReceiveTimeout(Math.max(millis, 1), message)
-        })
-      ),
-    cancelReceiveTimeout: Effect.sync(() => cell.clearReceiveTimeout())
-  }
-}

@@ -136,7 +136,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
                 : undefined
         if (reason !== undefined) return Effect.fail(new InvalidActorName({ name, reason }))
       }
-      const siblings = parent === undefined ? this.topLevel : parent.children
+      const siblings = parent === undefined ? this.topLevel : parent.childMap()
       const actualName = name ?? (parent === undefined ? `$${(this.anonymous++).toString(36)}` : parent.nextChildName())
       const path = `${parent === undefined ? "/user" : parent.path}/${actualName}`
       if (siblings.has(actualName)) return Effect.fail(new ActorNameTaken({ path }))
@@ -170,7 +170,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
       const cell = (ref as { cell?: unknown }).cell
       if (!(cell instanceof ActorCell)) return Effect.void
       cell.requestStop()
-      return Deferred.await(cell.done)
+      return cell.awaitDone
     })
   }
 
@@ -298,8 +298,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
     let drains = 0
     for (const cell of this.cells) {
       if (cell.fiber !== undefined) drains++
-      timers += cell.timers.size + (cell.receiveTimeout === undefined ? 0 : 1)
-      for (const table of cell.timerTables) timers += table.size
+      timers += cell.timerCount
     }
     return {
       actors: this.cells.size,

@@ -123,7 +123,7 @@ class Incarnation<Model, Cmd extends Command> implements TimerOwner, TimerTable 
   ) {
     this.context = makeContext(this)
     // the cell stops these timers with the incarnation's own, at stop and restart
-    cell.timerTables.add(this)
+    cell.addTimerTable(this)
   }
 
   get size(): number {

@@ -163,7 +163,7 @@ export class SpotRuntime<S> implements SpotTimerHost, TimerTable {
   attach(cell: ActorCell): void {
     this.cell = cell
     // the cell stops the timer table with the actor's own timers, and counts it in the system's stats
-    cell.timerTables.add(this)
+    cell.addTimerTable(this)
     const onStart = this.options.onStart
     if (onStart === undefined) return
     this.enqueue(
