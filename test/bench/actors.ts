@@ -15,14 +15,14 @@
  *   unbounded `Queue` drained by one consumer fiber. `Schedule.fixed` keeps a grid and skips missed runs; each tick
  *   carries the grid slot it fired for, due = that slot (so lateness includes queueing, skipped ticks show as missing).
  */
+import * as v8 from "node:v8"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
-import * as Actor from "../../src/Actor.js"
-import * as ActorSystem from "../../src/ActorSystem.js"
+import { Actor, ActorSystem } from "../../src/index.js"
 import {
   fmtBytes,
   fmtInt,
@@ -33,12 +33,15 @@ import {
   type LatenessSummary,
   openCpuWindow,
   sleep,
+  type TargetRow,
   TickRecorder,
   TimerLagProbe,
   table
 } from "./stats.js"
 
 export interface ActorsOptions {
+  /** The scenario's name (`--only=<name>`). */
+  readonly name: string
   readonly actors: number
   readonly intervalMillis: number
   /** Length of the measured window. */
@@ -50,6 +53,11 @@ export interface ActorsOptions {
    * fewer than 1% of its ticks are more than one interval late, but no longer than this.
    */
   readonly maxWarmupMillis: number
+  /**
+   * The issue's size when this run measures fewer actors (quick mode): printed and kept in the JSON, so a sized-down
+   * run is never mistaken for the target's.
+   */
+  readonly targetActors?: number
 }
 
 export interface DesignResult {
@@ -67,6 +75,13 @@ export interface DesignResult {
   readonly handled: number
   readonly expected: number
   readonly share: number
+  /**
+   * Share of the ticks that fell due: the same as `share` for fixed-rate designs; for a fixed-delay design
+   * (`setInterval`) handled / (handled + ticks overdue when the window closed).
+   */
+  readonly dueShare: number
+  /** Ticks handled per second of the window. */
+  readonly ticksPerSec: number
   readonly latenessMillis: LatenessSummary
   readonly cpuPercent: number
   /** CPU time per handled tick, in microseconds. */
@@ -83,15 +98,18 @@ export interface DesignResult {
 }
 
 export interface ActorsResult {
-  readonly scenario: "actors"
+  readonly scenario: string
   readonly options: ActorsOptions
   readonly tickwork: DesignResult
-  readonly baselines: { readonly nodeSetInterval: DesignResult; readonly naiveEffect: DesignResult }
+  readonly baselines: { readonly nodeSetInterval: DesignResult; readonly naiveEffect: DesignResult | undefined }
+  /** Why the naive design ran with fewer actors than the others, or not at all. */
+  readonly naiveNote: string | undefined
   /** tickwork / baseline for each metric. */
   readonly ratios: {
     readonly vsNode: Ratios
-    readonly vsNaiveEffect: Ratios
+    readonly vsNaiveEffect: Ratios | undefined
   }
+  readonly targets: ReadonlyArray<TargetRow>
 }
 
 export interface Ratios {
@@ -104,12 +122,21 @@ export interface Ratios {
 }
 
 /** A design under test: starts one timer per actor and returns how to stop them all. */
-interface Design {
+export interface Design {
   readonly name: string
   readonly start: (
     recorder: TickRecorder,
     options: ActorsOptions
-  ) => Promise<{ readonly stop: () => Promise<void>; readonly spawnMillis?: number }>
+  ) => Promise<{
+    readonly stop: () => Promise<void>
+    readonly spawnMillis?: number
+    /**
+     * Fixed-delay designs only: how many timers have a tick that fell due before `now` and has not run. Such a design
+     * never skips a tick (each falls due `interval` after the previous one ran), so its share of the nominal rate
+     * measures drift; the ticks that fell due and were not handled are these.
+     */
+    readonly overdue?: (now: number) => number
+  }>
 }
 
 // ---------------------------------------------------------------- designs
@@ -126,7 +153,7 @@ interface TickerState {
  * timers start in one burst, as the baselines' do. Starting the timer in `preStart` instead would make the first
  * actors' ticks compete with the remaining spawns and build a backlog before the window opens.
  */
-const tickwork: Design = {
+export const tickwork: Design = {
   name: "tickwork actors (startTimerAtFixedRate)",
   start: async (recorder, { actors, intervalMillis }) => {
     const Ticker = Actor.make<TickerMsg>()({
@@ -161,10 +188,11 @@ const tickwork: Design = {
   }
 }
 
-const nodeSetInterval: Design = {
+export const nodeSetInterval: Design = {
   name: "node setInterval (baseline)",
   start: async (recorder, { actors, intervalMillis }) => {
     const handles: Array<NodeJS.Timeout> = []
+    const states: Array<{ due: number; n: number }> = []
     for (let i = 0; i < actors; i++) {
       const state = { due: performance.now() + intervalMillis, n: 0 }
       handles.push(
@@ -175,8 +203,14 @@ const nodeSetInterval: Design = {
           state.due = now + intervalMillis
         }, intervalMillis)
       )
+      states.push(state)
     }
     return {
+      overdue: (now) => {
+        let n = 0
+        for (const state of states) if (state.due < now) n++
+        return n
+      },
       stop: async () => {
         for (const handle of handles) clearInterval(handle)
       }
@@ -218,7 +252,7 @@ const naiveEffect: Design = {
 
 // ---------------------------------------------------------------- measurement
 
-const runDesign = async (
+export const runDesign = async (
   design: Design,
   options: ActorsOptions,
   log: (line: string) => void
@@ -227,7 +261,7 @@ const runDesign = async (
   const recorder = new TickRecorder(Math.ceil(((actors * windowMillis) / intervalMillis) * 1.5), intervalMillis)
   const h0 = heapAfterGc()
   const t0 = performance.now()
-  const { stop, spawnMillis } = await design.start(recorder, options)
+  const { stop, spawnMillis, overdue } = await design.start(recorder, options)
   const started = performance.now()
   const startMillis = started - t0
   // Deadlines go through the recorder: under overload Node timers may not run until the design is stopped.
@@ -246,7 +280,7 @@ const runDesign = async (
   const warmedMillis = performance.now() - started
   const h1 = heapAfterGc()
   // Let the ticks delayed by the gc pause drain before the window opens.
-  await recorder.until(performance.now() + 2 * intervalMillis)
+  await recorder.until(performance.now() + Math.min(2 * intervalMillis, 500))
   recorder.open = true
   const window = openCpuWindow()
   const probe = new TimerLagProbe()
@@ -254,6 +288,7 @@ const runDesign = async (
   await recorder.until(performance.now() + windowMillis)
   recorder.open = false
   const measured = window.close()
+  const overdueAtClose = overdue?.(performance.now())
   const timerLagMillis = probe.stop()
   const t1 = performance.now()
   await stop()
@@ -270,6 +305,9 @@ const runDesign = async (
     handled: recorder.count,
     expected,
     share: recorder.count / expected,
+    dueShare:
+      overdueAtClose === undefined ? recorder.count / expected : recorder.count / (recorder.count + overdueAtClose),
+    ticksPerSec: (recorder.count / measured.wallMillis) * 1000,
     latenessMillis: recorder.summary(),
     cpuPercent: measured.cpuPercent,
     cpuMicrosPerTick: (measured.cpuPercent * measured.wallMillis * 10) / recorder.count,
@@ -296,28 +334,96 @@ const ratios = (a: DesignResult, b: DesignResult): Ratios => ({
   heapPerActor: a.heapBytesPerActor / b.heapBytesPerActor
 })
 
-export const runActors = async (options: ActorsOptions, log: (line: string) => void): Promise<ActorsResult> => {
-  const results: Array<DesignResult> = []
-  for (const design of [tickwork, nodeSetInterval, naiveEffect]) {
-    results.push(await runDesign(design, options, log))
-    heapAfterGc()
-    await sleep(200)
-  }
-  const [tw, node, naive] = results as [DesignResult, DesignResult, DesignResult]
+/** Heap per actor of the naive design, measured at 10k (17.7-17.9 KB): what sizing it down is based on. */
+const NAIVE_BYTES_PER_ACTOR = 18 * 1024
+
+/**
+ * The naive design holds two fibers and a Queue per actor. It runs at full size while its estimated heap stays under
+ * half of V8's heap limit; beyond that it is sized down (and the output says so) rather than crash the bench.
+ */
+const naiveSize = (actors: number): { readonly actors: number; readonly note: string | undefined } => {
+  const budget = v8.getHeapStatistics().heap_size_limit / 2
+  if (actors * NAIVE_BYTES_PER_ACTOR <= budget) return { actors, note: undefined }
+  const fit = Math.floor(budget / NAIVE_BYTES_PER_ACTOR / 1000) * 1000
   return {
-    scenario: "actors",
-    options,
-    tickwork: tw,
-    baselines: { nodeSetInterval: node, naiveEffect: naive },
-    ratios: { vsNode: ratios(tw, node), vsNaiveEffect: ratios(tw, naive) }
+    actors: fit,
+    note:
+      `naive Effect sized down to ${fmtInt(fit)} actors: at ~18 KB per actor ${fmtInt(actors)} would need ` +
+      `${fmtBytes(actors * NAIVE_BYTES_PER_ACTOR)}, over half the ${fmtBytes(budget * 2)} heap limit`
   }
 }
 
+export const runActors = async (
+  options: ActorsOptions,
+  { runNaive }: { readonly runNaive: boolean },
+  log: (line: string) => void
+): Promise<ActorsResult> => {
+  const tw = await runDesign(tickwork, options, log)
+  heapAfterGc()
+  await sleep(200)
+  const node = await runDesign(nodeSetInterval, options, log)
+  heapAfterGc()
+  await sleep(200)
+  const sized = runNaive
+    ? naiveSize(options.actors)
+    : { actors: 0, note: "naive Effect skipped in quick mode (no time left under a minute); the full run measures it" }
+  if (sized.note !== undefined) log(`  ${sized.note}`)
+  const naive = sized.actors === 0 ? undefined : await runDesign(naiveEffect, { ...options, actors: sized.actors }, log)
+  heapAfterGc()
+  await sleep(200)
+  return {
+    scenario: options.name,
+    options,
+    tickwork: tw,
+    baselines: { nodeSetInterval: node, naiveEffect: naive },
+    naiveNote: sized.note,
+    ratios: { vsNode: ratios(tw, node), vsNaiveEffect: naive === undefined ? undefined : ratios(tw, naive) },
+    targets: actorTargets(options, tw, node)
+  }
+}
+
+const sizeLabel = (options: ActorsOptions): string =>
+  `${fmtInt(options.actors / 1000)}k actors × ${options.intervalMillis >= 1000 ? `${options.intervalMillis / 1000} s` : `${options.intervalMillis} ms`}`
+
+/** The issue's actor targets: ≥ 99% of ticks handled, p99 lateness ≤ 20 ms, CPU ≤ 60% of one core. */
+const actorTargets = (options: ActorsOptions, tw: DesignResult, node: DesignResult): Array<TargetRow> => {
+  const note =
+    options.targetActors === undefined || options.targetActors === options.actors
+      ? {}
+      : { note: `sized down from ${fmtInt(options.targetActors)} actors (quick mode)` }
+  const label = sizeLabel(options)
+  return [
+    {
+      target: `actors ${label}: handled ≥ 99%`,
+      measured: fmtPercent(tw.share),
+      baseline: `node ${fmtPercent(node.share)}`,
+      pass: tw.share >= 0.99,
+      ...note
+    },
+    {
+      target: `actors ${label}: p99 lateness ≤ 20 ms`,
+      measured: `${fmtNum(tw.latenessMillis.p99)} ms`,
+      baseline: `node ${fmtNum(node.latenessMillis.p99)} ms`,
+      pass: tw.latenessMillis.p99 <= 20,
+      ...note
+    },
+    {
+      target: `actors ${label}: CPU ≤ 60% of a core`,
+      measured: `${fmtNum(tw.cpuPercent, 0)}%`,
+      baseline: `node ${fmtNum(node.cpuPercent, 0)}%`,
+      pass: tw.cpuPercent <= 60,
+      ...note
+    }
+  ]
+}
+
 export const formatActors = (result: ActorsResult): string => {
-  const { actors, intervalMillis, windowMillis } = result.options
-  const designs = [result.tickwork, result.baselines.nodeSetInterval, result.baselines.naiveEffect]
+  const { actors, intervalMillis, windowMillis, targetActors } = result.options
+  const naive = result.baselines.naiveEffect
+  const designs = [result.tickwork, result.baselines.nodeSetInterval, ...(naive === undefined ? [] : [naive])]
   const rows = designs.map((d) => [
     d.design,
+    fmtInt(d.actors),
     fmtInt(d.handled),
     fmtInt(d.expected),
     fmtPercent(d.share),
@@ -343,12 +449,20 @@ export const formatActors = (result: ActorsResult): string => {
     fmtRatio(tw.cpuMicrosPerTick, base.cpuMicrosPerTick),
     fmtRatio(tw.heapBytesPerActor, base.heapBytesPerActor)
   ]
+  const notes = [
+    ...(targetActors !== undefined && targetActors !== actors
+      ? [`NOTE: sized down from ${fmtInt(targetActors)} actors to ${fmtInt(actors)} (quick mode); run without --quick.`]
+      : []),
+    ...(result.naiveNote === undefined ? [] : [`NOTE: ${result.naiveNote}.`])
+  ]
   return [
-    `Actors: ${fmtInt(actors)} × ${intervalMillis} ms periodic timer, real clock, ` +
+    `Actors [${result.scenario}]: ${fmtInt(actors)} × ${intervalMillis} ms periodic timer, real clock, ` +
       `${(windowMillis / 1000).toFixed(0)} s window (${fmtInt((actors * 1000) / intervalMillis)} ticks/s expected)`,
+    ...notes,
     table(
       [
         "design",
+        "actors",
         "handled",
         "expected",
         "share",
@@ -371,7 +485,7 @@ export const formatActors = (result: ActorsResult): string => {
       ["tickwork vs", "share", "late p50", "late p99", "CPU", "CPU/tick", "heap/actor"],
       [
         ratioRow("node setInterval", result.baselines.nodeSetInterval),
-        ratioRow("naive Effect", result.baselines.naiveEffect)
+        ...(naive === undefined ? [] : [ratioRow("naive Effect", naive)])
       ]
     ),
     "share: ticks handled in the window / actors × window / interval. Lateness: handler start − due, where due is",

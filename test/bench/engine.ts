@@ -10,11 +10,10 @@
  */
 import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
-import * as Actor from "../../src/Actor.js"
-import * as ActorSystem from "../../src/ActorSystem.js"
+import { Actor, ActorSystem, type Scheduler } from "../../src/index.js"
+// The one internal import of the bench: the raw data structure's row.
 import { HeapEntry, TimerHeap } from "../../src/internal/timerHeap.js"
-import type { Cancellable } from "../../src/Scheduler.js"
-import { fmtBytes, fmtInt, fmtRate, heapAfterGc, randomDelay, table } from "./stats.js"
+import { fmtBytes, fmtInt, fmtRate, heapAfterGc, median, randomDelay, type TargetRow, table } from "./stats.js"
 
 export interface EngineOptions {
   /** Pending-timer counts; bytes per timer are reported for each. */
@@ -63,13 +62,16 @@ interface Impl {
 
 // ---------------------------------------------------------------- implementations
 
+export const PUBLIC_IMPL = "tickwork scheduleOnce/cancel (public)"
+export const NODE_IMPL = "node setTimeout/clearTimeout"
+
 const nodeTimers = (delays: Int32Array, handles: Array<unknown>): Impl => {
   let fired = 0
   const onFire = () => {
     fired++
   }
   return {
-    name: "node setTimeout/clearTimeout",
+    name: NODE_IMPL,
     schedule: async (n) => {
       const t0 = performance.now()
       for (let i = 0; i < n; i++) handles[i] = setTimeout(onFire, delays[i]!)
@@ -137,7 +139,7 @@ const publicScheduler = async (delays: Int32Array, handles: Array<unknown>): Pro
   )
   const scheduler = system.scheduler
   return {
-    name: "tickwork scheduleOnce/cancel (public)",
+    name: PUBLIC_IMPL,
     schedule: (n) =>
       runtime.runPromise(
         Effect.gen(function* () {
@@ -151,7 +153,7 @@ const publicScheduler = async (delays: Int32Array, handles: Array<unknown>): Pro
         Effect.gen(function* () {
           const t0 = performance.now()
           for (let i = 0; i < n; i++) {
-            yield* (handles[i] as Cancellable).cancel
+            yield* (handles[i] as Scheduler.Cancellable).cancel
             handles[i] = null
           }
           return performance.now() - t0
@@ -168,11 +170,6 @@ const publicScheduler = async (delays: Int32Array, handles: Array<unknown>): Pro
 
 /** Memory rounds per size: the median of a few readings steadies the small sizes (gc noise is ~100 KB). */
 const memoryRounds = (n: number): number => (n <= 10_000 ? 3 : 1)
-
-const median = (values: ReadonlyArray<number>): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)]!
-}
 
 const measure = async (impl: Impl, n: number, minMillis: number, log: (line: string) => void): Promise<EngineRow> => {
   const firedBefore = impl.fired()
@@ -242,6 +239,36 @@ export const runEngine = async (options: EngineOptions, log: (line: string) => v
     }
   }
   return { scenario: "engine", delayRangeMillis: [MIN_DELAY, MAX_DELAY], rows }
+}
+
+/** The issue's engine targets: bytes per pending timer at the largest size, schedule+cancel vs Node at each size. */
+export const engineTargets = (result: EngineResult): Array<TargetRow> => {
+  const rows = (impl: string) => result.rows.filter((r) => r.impl === impl)
+  const tw = rows(PUBLIC_IMPL)
+  const node = rows(NODE_IMPL)
+  const largest = Math.max(...tw.map((r) => r.pending))
+  const twLargest = tw.find((r) => r.pending === largest)
+  const nodeLargest = node.find((r) => r.pending === largest)
+  const sized = largest === 1_000_000 ? undefined : `measured at ${fmtInt(largest)} (1M only in the full run)`
+  const pairs = tw.map((r) => {
+    const base = node.find((b) => b.pending === r.pending)
+    return { n: r.pending, tw: r.pairsPerSec, node: base?.pairsPerSec ?? Number.NaN }
+  })
+  return [
+    {
+      target: "engine: heap per pending timer at 1M ≤ 120 B",
+      measured: fmtBytes(twLargest?.bytesPerTimer ?? Number.NaN),
+      baseline: `node ${fmtBytes(nodeLargest?.bytesPerTimer ?? Number.NaN)}`,
+      pass: twLargest === undefined ? undefined : twLargest.bytesPerTimer <= 120,
+      ...(sized === undefined ? {} : { note: sized })
+    },
+    {
+      target: "engine: schedule+cancel/s ≥ node (each size)",
+      measured: pairs.map((p) => `${fmtRate(p.tw)}@${fmtInt(p.n / 1000)}k`).join(" "),
+      baseline: pairs.map((p) => fmtRate(p.node)).join(" "),
+      pass: pairs.length === 0 ? undefined : pairs.every((p) => p.tw >= p.node)
+    }
+  ]
 }
 
 export const formatEngine = (result: EngineResult): string => {

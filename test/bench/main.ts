@@ -1,21 +1,23 @@
 /**
- * `npm run bench [-- --quick] [-- --json]`: the engine and actor benchmarks, run one after the other in one process.
+ * `npm run bench [-- --quick] [-- --json] [-- --only=<scenario>[,<scenario>...]]`: the performance issue's
+ * benchmarks, run one after the other in one process, each with its baselines (raw Node, naive Effect) in the same
+ * run, then a summary of every target with the measured value, the baseline and pass/fail.
  *
  * Heap readings need `global.gc`, so when it is missing this file re-runs itself as
  * `node --expose-gc --no-flush-bytecode --import tsx test/bench/main.ts ...args` and exits with the child's status.
  *
- * --quick          smaller sizes and shorter windows (about a minute in all)
- * --json           also writes every figure to bench-results/latest.json
- * --only=engine    runs one scenario (or --only=actors)
+ * --quick          smaller sizes and shorter windows (under a minute in all); sized-down rows say so
+ * --json           also writes every figure to bench-results/latest.json (one object per scenario)
+ * --only=<names>   runs some scenarios (comma-separated, or the flag repeated): engine, actors, actors-100k, push,
+ *                  memory, burst, drain, linearity
  */
 import { spawnSync } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import type { ActorsResult } from "./actors.js"
 import type { EngineResult } from "./engine.js"
-import { fullGc, sleep } from "./stats.js"
+import { fullGc, loadAverage, sleep, type TargetRow, table } from "./stats.js"
 
 const CHILD_ENV = "TICKWORK_BENCH_CHILD"
 const self = fileURLToPath(import.meta.url)
@@ -39,81 +41,250 @@ const log = (line: string): void => {
   process.stderr.write(`${line}\n`)
 }
 
-const usage = "usage: npm run bench [-- --quick] [-- --json] [-- --only=engine|actors]"
+const SCENARIOS = ["engine", "actors", "actors-100k", "push", "memory", "burst", "drain", "linearity"] as const
+type ScenarioName = (typeof SCENARIOS)[number]
 
-const main = async (): Promise<void> => {
-  let quick = false
-  let json = false
-  let only: "engine" | "actors" | undefined
-  for (const arg of process.argv.slice(2)) {
-    if (arg === "--quick") quick = true
-    else if (arg === "--json") json = true
-    else if (arg === "--only=engine" || arg === "--only=actors") only = arg === "--only=engine" ? "engine" : "actors"
-    else {
-      console.error(`bench: unknown argument ${arg}\n${usage}`)
-      process.exit(2)
+const usage = `usage: npm run bench [-- --quick] [-- --json] [-- --only=<scenario>[,...]]  scenarios: ${SCENARIOS.join(", ")}`
+
+/** What every scenario result carries: its name (the JSON's `scenario`) and its rows of the final summary. */
+interface Outcome {
+  readonly scenario: string
+  readonly targets: ReadonlyArray<TargetRow>
+}
+
+interface Scenario {
+  readonly name: ScenarioName
+  /** Runs the scenario: the printed section and the result (written to the JSON as is). */
+  readonly run: (
+    quick: boolean,
+    log: (line: string) => void
+  ) => Promise<{ readonly text: string; readonly result: Outcome }>
+}
+
+/** The engine result of this run, for the linearity table (set by the engine scenario when it ran). */
+let engineOfThisRun: EngineResult | undefined
+
+const scenarios: ReadonlyArray<Scenario> = [
+  {
+    name: "engine",
+    run: async (quick, log) => {
+      // Modules load lazily: the parent process that only re-spawns itself with --expose-gc skips them.
+      const { engineTargets, formatEngine, runEngine } = await import("./engine.js")
+      const engine = await runEngine(
+        { sizes: quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000], minMillis: quick ? 200 : 1_000 },
+        log
+      )
+      engineOfThisRun = engine
+      return { text: formatEngine(engine), result: { ...engine, targets: engineTargets(engine) } }
+    }
+  },
+  {
+    name: "actors",
+    run: async (quick, log) => {
+      const { formatActors, runActors } = await import("./actors.js")
+      const result = await runActors(
+        {
+          name: "actors",
+          actors: 10_000,
+          intervalMillis: 100,
+          windowMillis: quick ? 1_500 : 10_000,
+          warmupMillis: quick ? 500 : 1_000,
+          maxWarmupMillis: quick ? 1_500 : 15_000
+        },
+        { runNaive: true },
+        log
+      )
+      return { text: formatActors(result), result }
+    }
+  },
+  {
+    name: "actors-100k",
+    run: async (quick, log) => {
+      const { formatActors, runActors } = await import("./actors.js")
+      const result = await runActors(
+        {
+          name: "actors-100k",
+          actors: quick ? 20_000 : 100_000,
+          targetActors: 100_000,
+          intervalMillis: 1_000,
+          windowMillis: quick ? 1_500 : 10_000,
+          warmupMillis: quick ? 1_000 : 2_000,
+          maxWarmupMillis: quick ? 1_500 : 20_000
+        },
+        // Quick mode has no room for a third design at 1 s ticks; the full run measures it.
+        { runNaive: !quick },
+        log
+      )
+      return { text: formatActors(result), result }
+    }
+  },
+  {
+    name: "push",
+    run: async (quick, log) => {
+      const { formatPush, runPush } = await import("./push.js")
+      const result = await runPush(
+        quick
+          ? {
+              startRate: 100_000,
+              capRate: 100_000,
+              maxActors: 20_000,
+              bisectSteps: 0,
+              windowMillis: 1_000,
+              warmupMillis: 500,
+              maxWarmupMillis: 1_000,
+              budgetMillis: 8_000
+            }
+          : {
+              startRate: 50_000,
+              capRate: 3_200_000,
+              maxActors: 20_000,
+              bisectSteps: 2,
+              windowMillis: 3_000,
+              warmupMillis: 1_000,
+              maxWarmupMillis: 4_000,
+              budgetMillis: 90_000
+            },
+        log
+      )
+      return { text: formatPush(result), result }
+    }
+  },
+  {
+    name: "memory",
+    run: async (quick, log) => {
+      const { formatMemory, runMemory } = await import("./memory.js")
+      const result = await runMemory(
+        {
+          idleActors: quick ? [10_000] : [10_000, 100_000],
+          manyTimers: quick ? 100_000 : 1_000_000,
+          singleTimerActivations: quick ? 5_000 : 100_000,
+          readyTimeoutMillis: quick ? 10_000 : 120_000
+        },
+        log
+      )
+      return { text: formatMemory(result), result }
+    }
+  },
+  {
+    name: "burst",
+    run: async (quick, log) => {
+      const { formatBurst, runBurst } = await import("./burst.js")
+      const result = await runBurst({ timers: quick ? 100_000 : 1_000_000, targetTimers: 1_000_000 }, log)
+      return { text: formatBurst(result), result }
+    }
+  },
+  {
+    name: "drain",
+    run: async (quick, log) => {
+      const { formatDrain, runDrain } = await import("./burst.js")
+      const result = await runDrain({ timers: quick ? 100_000 : 1_000_000, targetTimers: 1_000_000 }, log)
+      return { text: formatDrain(result), result }
+    }
+  },
+  {
+    name: "linearity",
+    run: async (quick, log) => {
+      const { formatLinearity, runLinearity } = await import("./linearity.js")
+      const sizes = quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000]
+      let engine = engineOfThisRun
+      const fromThisRun = engine !== undefined && sizes.every((n) => engine?.rows.some((r) => r.pending === n))
+      if (!fromThisRun) {
+        const { runEngine } = await import("./engine.js")
+        engine = await runEngine({ sizes, minMillis: quick ? 250 : 500 }, log)
+      }
+      const result = await runLinearity(
+        { sizes, ratePerSec: 100_000 },
+        engine!,
+        fromThisRun ? "engine scenario of this run" : "measured by the linearity scenario",
+        log
+      )
+      return { text: formatLinearity(result), result }
     }
   }
+]
+
+const fail = (message: string): never => {
+  console.error(`bench: ${message}\n${usage}`)
+  process.exit(2)
+}
+
+const parseArgs = (argv: ReadonlyArray<string>) => {
+  let quick = false
+  let json = false
+  const only = new Set<ScenarioName>()
+  for (const arg of argv) {
+    if (arg === "--quick") quick = true
+    else if (arg === "--json") json = true
+    else if (arg.startsWith("--only=")) {
+      const names = arg.slice("--only=".length).split(",")
+      for (const name of names) {
+        const known = SCENARIOS.find((s) => s === name)
+        if (known === undefined) fail(`unknown scenario "${name}" in ${arg}`)
+        else only.add(known)
+      }
+    } else fail(`unknown argument ${arg}`)
+  }
+  return { quick, json, only }
+}
+
+const formatSummary = (rows: ReadonlyArray<TargetRow>): string =>
+  table(
+    ["target (issue 6)", "tickwork", "baseline (same run)", "result", "note"],
+    rows.map((r) => [
+      r.target,
+      r.measured,
+      r.baseline,
+      r.pass === undefined ? "-" : r.pass ? "pass" : "FAIL",
+      r.note ?? ""
+    ])
+  )
+
+const main = async (): Promise<void> => {
+  const { quick, json, only } = parseArgs(process.argv.slice(2))
+  const selected = scenarios.filter((s) => only.size === 0 || only.has(s.name))
   const started = performance.now()
   const mode = quick ? "quick" : "default"
-  log(`bench (${mode}): node ${process.version}, ${os.cpus().length} CPU(s) ${os.cpus()[0]?.model ?? ""}`)
+  const cpus = os.cpus()
+  const machine = `node ${process.version}, ${cpus.length} CPU(s) ${cpus[0]?.model ?? ""}, ${os.platform()}/${os.arch()}`
+  const loadAtStart = loadAverage()
+  log(`bench (${mode}): ${machine}, load average ${loadAtStart}`)
 
   const sections: Array<string> = []
-  const scenarios: Array<EngineResult | ActorsResult> = []
+  const results: Array<Outcome> = []
   const seconds: Record<string, number> = {}
-
-  if (only !== "actors") {
-    // Loaded here, not at the top: the parent process that only re-spawns itself with --expose-gc skips them.
-    const { formatEngine, runEngine } = await import("./engine.js")
-    log("engine ...")
+  const loads: Record<string, string> = {}
+  for (const scenario of selected) {
+    loads[scenario.name] = loadAverage()
+    log(`${scenario.name} ... (load average ${loads[scenario.name]})`)
     const t0 = performance.now()
-    const engine = await runEngine(
-      { sizes: quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000], minMillis: quick ? 250 : 1_000 },
-      log
+    const { text, result } = await scenario.run(quick, log)
+    seconds[scenario.name] = (performance.now() - t0) / 1000
+    sections.push(
+      `${text}\n(${scenario.name}: ${seconds[scenario.name]!.toFixed(1)} s, load average at start ${loads[scenario.name]})`
     )
-    seconds.engine = (performance.now() - t0) / 1000
-    sections.push(formatEngine(engine))
-    scenarios.push(engine)
+    results.push(result)
     fullGc()
     await sleep(200)
   }
-
-  if (only !== "engine") {
-    const { formatActors, runActors } = await import("./actors.js")
-    log("actors ...")
-    const t0 = performance.now()
-    const actors = await runActors(
-      {
-        actors: 10_000,
-        intervalMillis: 100,
-        windowMillis: quick ? 5_000 : 10_000,
-        warmupMillis: quick ? 500 : 1_000,
-        maxWarmupMillis: quick ? 2_500 : 15_000
-      },
-      log
-    )
-    seconds.actors = (performance.now() - t0) / 1000
-    sections.push(formatActors(actors))
-    scenarios.push(actors)
-    fullGc()
-  }
-
   seconds.total = (performance.now() - started) / 1000
+  const loadAtEnd = loadAverage()
+  const targets = results.flatMap((r) => r.targets)
   const timing = Object.entries(seconds)
     .map(([name, s]) => `${name} ${s.toFixed(1)} s`)
     .join(", ")
-  const cpus = os.cpus()
-  const load = os
-    .loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ")
   console.log(
     [
       "",
-      `tickwork bench (${mode}) — node ${process.version}, ${cpus.length} CPU(s) ${cpus[0]?.model ?? ""}, ` +
-        `${os.platform()}/${os.arch()}, load average ${load}`,
+      `tickwork bench (${mode}) — ${machine}`,
+      `load average (1, 5, 15 min): ${loadAtStart} at start, ${loadAtEnd} at the end; the machine is shared, so ` +
+        "compare rows within one run",
       "",
       sections.join("\n\n"),
+      "",
+      `Summary (${mode}${only.size === 0 ? "" : `, only ${[...only].join(",")}`}; load average ${loadAtEnd})`,
+      formatSummary(targets),
+      `${targets.filter((t) => t.pass === true).length} pass, ${targets.filter((t) => t.pass === false).length} fail` +
+        `, ${targets.filter((t) => t.pass === undefined).length} not measured`,
       "",
       timing
     ].join("\n")
@@ -127,15 +298,16 @@ const main = async (): Promise<void> => {
       meta: {
         date: new Date().toISOString(),
         mode,
-        only: only ?? null,
+        only: only.size === 0 ? null : [...only],
         node: process.version,
         platform: `${os.platform()}/${os.arch()}`,
         cpus: cpus.length,
         cpuModel: cpus[0]?.model,
-        loadAverage: os.loadavg(),
+        loadAverage: { start: loadAtStart, end: loadAtEnd, perScenario: loads },
         seconds
       },
-      scenarios
+      scenarios: results,
+      summary: targets
     }
     writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`)
     console.log(`\nwrote ${file}`)

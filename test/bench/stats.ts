@@ -2,6 +2,7 @@
  * Helpers shared by the bench scenarios: gc and heap readings, CPU windows, percentiles, lateness recording and a
  * plain-text table printer. Bench code reads the real clock on purpose (`performance.now()`).
  */
+import * as os from "node:os"
 
 /** Forces a full collection (twice: the first pass may leave weak/finalizer work for the second). */
 export const fullGc = (): void => {
@@ -119,16 +120,7 @@ export class TickRecorder {
   }
 
   summary(): LatenessSummary {
-    const sorted = this.samples.slice(0, this.n).sort()
-    let sum = 0
-    for (let i = 0; i < sorted.length; i++) sum += sorted[i]!
-    return {
-      samples: sorted.length,
-      p50: quantile(sorted, 0.5),
-      p99: quantile(sorted, 0.99),
-      max: sorted.length === 0 ? Number.NaN : sorted[sorted.length - 1]!,
-      mean: sorted.length === 0 ? Number.NaN : sum / sorted.length
-    }
+    return summarize(this.samples.slice(0, this.n).sort())
   }
 }
 
@@ -171,6 +163,101 @@ export class TimerLagProbe {
   }
 }
 
+/**
+ * Counts events that each have a due time, until `expected` were handled: lateness samples (off-heap, as in
+ * `TickRecorder`), the time the last one was handled, and a promise that resolves when all were handled or at a
+ * deadline (checked by a Node timer and by every recorded event, in case the design starves Node's timers).
+ */
+export class CompletionRecorder {
+  count = 0
+  firstAt = Number.NaN
+  lastAt = Number.NaN
+  private readonly samples: Float64Array
+  private resolve: (() => void) | undefined = undefined
+  private deadline = Number.POSITIVE_INFINITY
+  private timer: NodeJS.Timeout | undefined = undefined
+
+  constructor(readonly expected: number) {
+    this.samples = new Float64Array(expected)
+  }
+
+  /** Records one event handled at `now` (performance.now()) that was `latenessMillis` late. */
+  record(latenessMillis: number, now: number): void {
+    if (this.count < this.samples.length) this.samples[this.count] = latenessMillis
+    if (this.count === 0) this.firstAt = now
+    this.count++
+    this.lastAt = now
+    if (this.count >= this.expected || now >= this.deadline) this.fire()
+  }
+
+  /** Resolves once `expected` events were recorded, or at `deadline` (performance.now() millis). */
+  done(deadline: number): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.count >= this.expected) return resolve()
+      this.resolve = resolve
+      this.deadline = deadline
+      this.timer = setTimeout(() => this.fire(), Math.max(0, deadline - performance.now()))
+    })
+  }
+
+  private fire(): void {
+    const resolve = this.resolve
+    if (resolve === undefined) return
+    this.resolve = undefined
+    clearTimeout(this.timer)
+    resolve()
+  }
+
+  summary(): LatenessSummary {
+    return summarize(this.samples.slice(0, Math.min(this.count, this.samples.length)).sort())
+  }
+}
+
+/** Lateness figures of sorted samples. */
+export const summarize = (sorted: Float64Array): LatenessSummary => {
+  let sum = 0
+  for (let i = 0; i < sorted.length; i++) sum += sorted[i]!
+  return {
+    samples: sorted.length,
+    p50: quantile(sorted, 0.5),
+    p99: quantile(sorted, 0.99),
+    max: sorted.length === 0 ? Number.NaN : sorted[sorted.length - 1]!,
+    mean: sorted.length === 0 ? Number.NaN : sum / sorted.length
+  }
+}
+
+/** Keeps the thread busy (no timers, no I/O, no microtasks run) until `until` (performance.now() millis). */
+export const blockUntil = (until: number): void => {
+  while (performance.now() < until) {
+    // busy: this is the stall the overdue timers pile up in
+  }
+}
+
+export const median = (values: ReadonlyArray<number>): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted.length === 0 ? Number.NaN : sorted[Math.floor(sorted.length / 2)]!
+}
+
+/** The 1, 5 and 15 minute load averages, as printed. */
+export const loadAverage = (): string =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")
+
+/**
+ * One line of the final summary: an issue-6 target, what this run measured, the baseline measured in the same run,
+ * and whether the target is met (undefined: not measured or not comparable in this run).
+ */
+export interface TargetRow {
+  readonly target: string
+  readonly measured: string
+  readonly baseline: string
+  readonly pass: boolean | undefined
+  /** Why the row is not what the issue names (sized down, skipped, a derived figure). */
+  readonly note?: string
+}
+
 /** A random integer delay in [min, max] milliseconds. */
 export const randomDelay = (min: number, max: number): number => min + Math.floor(Math.random() * (max - min + 1))
 
@@ -193,7 +280,10 @@ export const fmtPercent = (ratio: number, digits = 1): string =>
 
 export const fmtBytes = (n: number): string => {
   if (!Number.isFinite(n)) return "-"
-  if (Math.abs(n) >= 10_240) return `${(n / 1024).toFixed(1)} KB`
+  const abs = Math.abs(n)
+  if (abs >= 10 * 1024 ** 3) return `${(n / 1024 ** 3).toFixed(1)} GB`
+  if (abs >= 10 * 1024 ** 2) return `${(n / 1024 ** 2).toFixed(1)} MB`
+  if (abs >= 10_240) return `${(n / 1024).toFixed(1)} KB`
   return `${n.toFixed(0)} B`
 }
 

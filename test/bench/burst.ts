@@ -1,0 +1,385 @@
+/**
+ * Timers delivered into handlers, many at once: the burst and drain scenarios, and the actor rows of the linearity
+ * table. Implementations:
+ *
+ * - tickwork: `system.scheduler.scheduleOnce(delay, actor, i)` to one of `SINK_ACTORS` actors, whose handler records
+ *   the timer's lateness. A message schedule is what "a timer handled" means for actors (the message reaches a
+ *   handler through the mailbox); `scheduleOnceFunction` would fork a fiber per task instead, and is not measured.
+ * - node: `setTimeout(callback, delay, i)`, whose callback records the same figure.
+ *
+ * Timer i is meant to be due at `due[i]` (performance.now() millis); its delay is taken when it is scheduled
+ * (`ceil(due[i] - now)`, at least 1 ms, for both implementations). Every timer is scheduled before the first is due:
+ * the lead is sized from a warm-up round's scheduling rate, and a run where scheduling overran it is flagged.
+ */
+import * as Effect from "effect/Effect"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import { Actor, type ActorRef, ActorSystem } from "../../src/index.js"
+import {
+  blockUntil,
+  CompletionRecorder,
+  fmtInt,
+  fmtNum,
+  fmtRate,
+  fmtRatio,
+  fullGc,
+  type LatenessSummary,
+  openCpuWindow,
+  sleep,
+  type TargetRow,
+  table
+} from "./stats.js"
+
+/** How many actors the tickwork implementation spreads the timers over ("a few actors"). */
+export const SINK_ACTORS = 16
+
+/** Where a handled timer is recorded; swapped between runs. */
+interface Sink {
+  due: Float64Array
+  recorder: CompletionRecorder
+}
+
+export interface SpreadImpl {
+  readonly name: string
+  /** Schedules timers 0..n-1, timer i due at `due[i]`; resolves once all are scheduled. */
+  readonly schedule: (n: number, due: Float64Array) => Promise<void>
+  readonly dispose: () => Promise<void>
+}
+
+const delayTo = (due: number): number => Math.max(1, Math.ceil(due - performance.now()))
+
+export const TICKWORK_IMPL = `tickwork scheduleOnce → ${SINK_ACTORS} actors`
+export const NODE_IMPL = "node setTimeout"
+
+const tickworkImpl = async (sink: Sink): Promise<SpreadImpl> => {
+  const Receiver = Actor.make<number>()({
+    receive: (i) =>
+      Effect.sync(() => {
+        const now = performance.now()
+        sink.recorder.record(now - sink.due[i]!, now)
+      })
+  })
+  const runtime = ManagedRuntime.make(ActorSystem.layer({ name: "bench-burst" }))
+  const [system, refs] = await runtime.runPromise(
+    Effect.flatMap(ActorSystem.ActorSystem, (system) =>
+      Effect.map(
+        Effect.forEach(
+          Array.from({ length: SINK_ACTORS }, (_, i) => i),
+          (i) => system.spawn(Receiver, `sink-${i}`)
+        ),
+        (refs) => [system, refs] as const
+      )
+    )
+  )
+  const scheduler = system.scheduler
+  const targets: ReadonlyArray<ActorRef.ActorRef<number>> = refs
+  return {
+    name: TICKWORK_IMPL,
+    schedule: (n, due) =>
+      runtime.runPromise(
+        Effect.gen(function* () {
+          for (let i = 0; i < n; i++) yield* scheduler.scheduleOnce(delayTo(due[i]!), targets[i % SINK_ACTORS]!, i)
+        })
+      ),
+    dispose: () => runtime.dispose()
+  }
+}
+
+const nodeImpl = (sink: Sink): SpreadImpl => {
+  const onFire = (i: number) => {
+    const now = performance.now()
+    sink.recorder.record(now - sink.due[i]!, now)
+  }
+  return {
+    name: NODE_IMPL,
+    schedule: async (n, due) => {
+      for (let i = 0; i < n; i++) setTimeout(onFire, delayTo(due[i]!), i)
+    },
+    dispose: async () => {}
+  }
+}
+
+export interface SpreadRun {
+  readonly impl: string
+  readonly timers: number
+  readonly handled: number
+  /** How long before the first due time every timer was scheduled (negative: scheduling overran the lead). */
+  readonly scheduleMillis: number
+  readonly leadMillis: number
+  readonly scheduledInTime: boolean
+  /** From the first due time (burst) or from the end of the stall (drain) to the last timer handled. */
+  readonly allHandledMillis: number
+  readonly latenessMillis: LatenessSummary
+  readonly cpuPercent: number
+  /** CPU time per handled timer, from the end of scheduling (drain: of the stall) to the last timer handled. */
+  readonly cpuMicrosPerTimer: number
+}
+
+/** Makes the implementations, each with its own sink; the caller disposes them. */
+const makeImpls = async (): Promise<Array<{ readonly impl: SpreadImpl; readonly sink: Sink }>> => {
+  const pair = async (make: (sink: Sink) => SpreadImpl | Promise<SpreadImpl>) => {
+    const sink: Sink = { due: new Float64Array(0), recorder: new CompletionRecorder(0) }
+    return { impl: await make(sink), sink }
+  }
+  return [await pair(tickworkImpl), await pair(nodeImpl)]
+}
+
+/**
+ * Schedules `n` timers due over `[T, T + windowMillis)` in random order (T: after the lead), waits until all are
+ * handled (or `timeoutMillis` after the window), and reports. With `stallMillis`, the thread is kept busy from the
+ * end of scheduling until `stallMillis` past the last due time, and the clock for `allHandledMillis` starts when the
+ * stall ends (the drain).
+ */
+const runOnce = async (
+  entry: { readonly impl: SpreadImpl; readonly sink: Sink },
+  n: number,
+  windowMillis: number,
+  leadMillis: number,
+  options: { readonly stallMillis?: number; readonly timeoutMillis: number }
+): Promise<SpreadRun> => {
+  const { impl, sink } = entry
+  const due = new Float64Array(n)
+  sink.due = due
+  sink.recorder = new CompletionRecorder(n)
+  fullGc()
+  const t0 = performance.now()
+  const first = t0 + leadMillis
+  for (let i = 0; i < n; i++) due[i] = first + Math.random() * windowMillis
+  await impl.schedule(n, due)
+  const scheduled = performance.now()
+  let from = first
+  if (options.stallMillis !== undefined) {
+    blockUntil(first + windowMillis + options.stallMillis)
+    from = performance.now()
+  }
+  // Opened after the stall: the busy wait is not charged to the timers.
+  const window = openCpuWindow()
+  await sink.recorder.done(first + windowMillis + (options.stallMillis ?? 0) + options.timeoutMillis)
+  const cpu = window.close()
+  const recorder = sink.recorder
+  return {
+    impl: impl.name,
+    timers: n,
+    handled: recorder.count,
+    scheduleMillis: scheduled - t0,
+    leadMillis,
+    scheduledInTime: scheduled < first,
+    allHandledMillis: recorder.lastAt - from,
+    latenessMillis: recorder.summary(),
+    cpuPercent: cpu.cpuPercent,
+    cpuMicrosPerTimer: (cpu.cpuPercent * cpu.wallMillis * 10) / recorder.count
+  }
+}
+
+/**
+ * Runs each implementation at each size: warm-up rounds of 10k timers first (JIT, and the scheduling rate the lead
+ * is sized from), then the measured round.
+ */
+const runSpread = async (
+  sizes: ReadonlyArray<number>,
+  windowFor: (n: number) => number,
+  options: { readonly stallMillis?: number; readonly timeoutMillis: number },
+  log: (line: string) => void,
+  label: string
+): Promise<Array<SpreadRun>> => {
+  const runs: Array<SpreadRun> = []
+  for (const entry of await makeImpls()) {
+    try {
+      // Two warm-up rounds: the second one's scheduling rate (compiled code) sizes the lead.
+      await runOnce(entry, 10_000, 50, 200, { timeoutMillis: 5_000 })
+      const warm = await runOnce(entry, 10_000, 50, 200, { timeoutMillis: 5_000 })
+      const rate = warm.timers / Math.max(1, warm.scheduleMillis)
+      for (const n of sizes) {
+        const lead = 200 + (1.5 * n) / rate
+        const run = await runOnce(entry, n, windowFor(n), lead, options)
+        log(
+          `  ${label} ${run.impl} @ ${fmtInt(n)}: ${fmtInt(run.handled)} handled in ${fmtNum(run.allHandledMillis)} ms, ` +
+            `p99 ${fmtNum(run.latenessMillis.p99)} ms, ${fmtNum(run.cpuMicrosPerTimer, 2)} µs/timer` +
+            (run.scheduledInTime ? "" : ` (scheduling took ${fmtNum(run.scheduleMillis)} ms, over the lead!)`)
+        )
+        runs.push(run)
+        await sleep(100)
+      }
+    } finally {
+      await entry.impl.dispose()
+    }
+  }
+  return runs
+}
+
+const pick = (runs: ReadonlyArray<SpreadRun>, impl: string, n: number): SpreadRun | undefined =>
+  runs.find((r) => r.impl === impl && r.timers === n)
+
+// ---------------------------------------------------------------- burst
+
+export interface BurstResult {
+  readonly scenario: "burst"
+  readonly timers: number
+  readonly windowMillis: number
+  readonly sinkActors: number
+  readonly tickwork: SpreadRun
+  readonly baselines: { readonly nodeSetTimeout: SpreadRun }
+  readonly targets: ReadonlyArray<TargetRow>
+}
+
+/** "All handled in ~1 s": the last timer handled at most 10% after the end of the 1 s window. */
+const BURST_SLACK = 1.1
+
+export const runBurst = async (
+  options: { readonly timers: number; readonly targetTimers: number },
+  log: (line: string) => void
+): Promise<BurstResult> => {
+  const windowMillis = 1_000
+  const runs = await runSpread([options.timers], () => windowMillis, { timeoutMillis: 30_000 }, log, "burst")
+  const tw = pick(runs, TICKWORK_IMPL, options.timers)!
+  const node = pick(runs, NODE_IMPL, options.timers)!
+  const sized =
+    options.timers === options.targetTimers
+      ? {}
+      : { note: `sized down from ${fmtInt(options.targetTimers)} timers (quick mode)` }
+  const n = `${fmtInt(options.timers / 1000)}k`
+  return {
+    scenario: "burst",
+    timers: options.timers,
+    windowMillis,
+    sinkActors: SINK_ACTORS,
+    tickwork: tw,
+    baselines: { nodeSetTimeout: node },
+    targets: [
+      {
+        target: `burst ${n} due in 1 s: all handled in ≤ ${BURST_SLACK} s`,
+        measured: `${fmtInt(tw.handled)} in ${fmtNum(tw.allHandledMillis / 1000, 2)} s`,
+        baseline: `node ${fmtNum(node.allHandledMillis / 1000, 2)} s`,
+        pass: tw.handled === tw.timers && tw.allHandledMillis <= BURST_SLACK * windowMillis,
+        ...sized
+      },
+      {
+        target: `burst ${n}: p99 lateness ≤ node's`,
+        measured: `${fmtNum(tw.latenessMillis.p99)} ms`,
+        baseline: `node ${fmtNum(node.latenessMillis.p99)} ms`,
+        pass: tw.latenessMillis.p99 <= node.latenessMillis.p99,
+        ...sized
+      }
+    ]
+  }
+}
+
+const spreadTable = (runs: ReadonlyArray<SpreadRun>, first: string): string =>
+  table(
+    [
+      "implementation",
+      "timers",
+      "handled",
+      "schedule ms",
+      "lead ms",
+      first,
+      "late p50 ms",
+      "p99 ms",
+      "max ms",
+      "CPU %",
+      "µs/timer"
+    ],
+    runs.map((r) => [
+      r.impl,
+      fmtInt(r.timers),
+      fmtInt(r.handled),
+      `${fmtInt(r.scheduleMillis)}${r.scheduledInTime ? "" : "!"}`,
+      fmtInt(r.leadMillis),
+      fmtInt(r.allHandledMillis),
+      fmtNum(r.latenessMillis.p50),
+      fmtNum(r.latenessMillis.p99),
+      fmtNum(r.latenessMillis.max),
+      fmtNum(r.cpuPercent, 0),
+      fmtNum(r.cpuMicrosPerTimer, 2)
+    ])
+  )
+
+export const formatBurst = (result: BurstResult): string => {
+  const tw = result.tickwork
+  const node = result.baselines.nodeSetTimeout
+  return [
+    `Burst: ${fmtInt(result.timers)} one-shot timers due at random instants within one second, real clock ` +
+      `(tickwork: message schedules to ${result.sinkActors} actors, handled in their receive)`,
+    spreadTable([tw, node], "all handled ms"),
+    `tickwork vs node: all handled ${fmtRatio(tw.allHandledMillis, node.allHandledMillis)}, ` +
+      `p99 lateness ${fmtRatio(tw.latenessMillis.p99, node.latenessMillis.p99)}, ` +
+      `CPU per timer ${fmtRatio(tw.cpuMicrosPerTimer, node.cpuMicrosPerTimer)}`,
+    "all handled: from the first due instant to the last timer handled (1,000 ms at best). Lateness: handled − due.",
+    "schedule ms: scheduling every timer, which ends before the lead (! = it overran: the first timers were late)."
+  ].join("\n")
+}
+
+// ---------------------------------------------------------------- drain
+
+export interface DrainResult {
+  readonly scenario: "drain"
+  readonly timers: number
+  readonly stallMillis: number
+  readonly tickwork: SpreadRun & { readonly timersPerSec: number }
+  readonly baselines: { readonly nodeSetTimeout: SpreadRun & { readonly timersPerSec: number } }
+  readonly targets: ReadonlyArray<TargetRow>
+}
+
+const STALL_MILLIS = 200
+const DRAIN_WINDOW_MILLIS = 50
+
+export const runDrain = async (
+  options: { readonly timers: number; readonly targetTimers: number },
+  log: (line: string) => void
+): Promise<DrainResult> => {
+  const runs = await runSpread(
+    [options.timers],
+    () => DRAIN_WINDOW_MILLIS,
+    { stallMillis: STALL_MILLIS, timeoutMillis: 30_000 },
+    log,
+    "drain"
+  )
+  const withRate = (r: SpreadRun) => ({ ...r, timersPerSec: (r.handled / r.allHandledMillis) * 1000 })
+  const tw = withRate(pick(runs, TICKWORK_IMPL, options.timers)!)
+  const node = withRate(pick(runs, NODE_IMPL, options.timers)!)
+  return {
+    scenario: "drain",
+    timers: options.timers,
+    stallMillis: STALL_MILLIS,
+    tickwork: tw,
+    baselines: { nodeSetTimeout: node },
+    targets: [
+      {
+        target: `drain ${fmtInt(options.timers / 1000)}k overdue: timers/s ≥ node's`,
+        measured: `${fmtRate(tw.timersPerSec)}/s`,
+        baseline: `node ${fmtRate(node.timersPerSec)}/s`,
+        pass: tw.handled === tw.timers && tw.timersPerSec >= node.timersPerSec,
+        ...(options.timers === options.targetTimers
+          ? {}
+          : { note: `sized down from ${fmtInt(options.targetTimers)} timers (quick mode)` })
+      }
+    ]
+  }
+}
+
+export const formatDrain = (result: DrainResult): string => {
+  const tw = result.tickwork
+  const node = result.baselines.nodeSetTimeout
+  return [
+    `Drain: ${fmtInt(result.timers)} one-shot timers due within ${DRAIN_WINDOW_MILLIS} ms, the thread kept busy ` +
+      `until ${result.stallMillis} ms after the last was due, then drained (real clock, no TestClock)`,
+    spreadTable([tw, node], "drain ms"),
+    table(
+      ["implementation", "drained/s", "vs node"],
+      [
+        [tw.impl, fmtRate(tw.timersPerSec), fmtRatio(tw.timersPerSec, node.timersPerSec)],
+        [node.impl, fmtRate(node.timersPerSec), "1"]
+      ]
+    ),
+    "drain ms: from the end of the stall to the last timer handled; drained/s = handled / drain time."
+  ].join("\n")
+}
+
+// ---------------------------------------------------------------- linearity (the actor rows)
+
+/** Timers delivered at a constant rate (`ratePerSec`), so that only the number of timers changes between sizes. */
+export const runDelivered = (
+  sizes: ReadonlyArray<number>,
+  ratePerSec: number,
+  log: (line: string) => void
+): Promise<Array<SpreadRun>> =>
+  runSpread(sizes, (n) => (n / ratePerSec) * 1000, { timeoutMillis: 30_000 }, log, "delivered")

@@ -1,0 +1,157 @@
+/**
+ * Linearity scenario: per-timer figures at 10k / 100k / 1M timers in one table, with a flatness ratio per row (the
+ * largest per-timer cost over the smallest; 1.00 is perfectly flat).
+ *
+ * - Engine rows (from the engine scenario of this run, or measured here when it did not run): nanoseconds per
+ *   schedule+cancel pair with N pending, and heap bytes per pending timer.
+ * - Actor rows: N one-shot timers delivered into actor handlers (message schedules to a few actors) at a constant
+ *   100k timers/s, so that only the number of timers changes between sizes: CPU µs per handled timer and p99
+ *   lateness. The baseline is Node `setTimeout` at the same rate.
+ */
+import { NODE_IMPL as NODE_DELIVERED, runDelivered, type SpreadRun, TICKWORK_IMPL } from "./burst.js"
+import { type EngineResult, NODE_IMPL, PUBLIC_IMPL } from "./engine.js"
+import { fmtBytes, fmtInt, fmtNum, type TargetRow, table } from "./stats.js"
+
+export interface LinearityOptions {
+  readonly sizes: ReadonlyArray<number>
+  /** Delivery rate of the actor rows, timers per second. */
+  readonly ratePerSec: number
+}
+
+export interface LinearityRow {
+  readonly metric: string
+  readonly impl: string
+  readonly unit: string
+  /** Per-timer figure at each size, in `sizes` order. */
+  readonly values: ReadonlyArray<number>
+  /** max / min of `values`. */
+  readonly flatness: number
+}
+
+export interface LinearityResult {
+  readonly scenario: "linearity"
+  readonly sizes: ReadonlyArray<number>
+  readonly ratePerSec: number
+  readonly engineSource: "engine scenario of this run" | "measured by the linearity scenario"
+  readonly rows: ReadonlyArray<LinearityRow>
+  readonly delivered: ReadonlyArray<SpreadRun>
+  readonly targets: ReadonlyArray<TargetRow>
+}
+
+/** "Flat": the largest per-timer cost at most twice the smallest. */
+const MAX_FLATNESS = 2
+
+const flatness = (values: ReadonlyArray<number>): number => Math.max(...values) / Math.min(...values)
+
+const row = (metric: string, impl: string, unit: string, values: ReadonlyArray<number>): LinearityRow => ({
+  metric,
+  impl,
+  unit,
+  values,
+  flatness: flatness(values)
+})
+
+export const runLinearity = async (
+  options: LinearityOptions,
+  engine: EngineResult,
+  engineSource: LinearityResult["engineSource"],
+  log: (line: string) => void
+): Promise<LinearityResult> => {
+  const { sizes } = options
+  const engineRow = (impl: string, n: number) => engine.rows.find((r) => r.impl === impl && r.pending === n)
+  const engineValues = (impl: string, f: (r: EngineResult["rows"][number]) => number) =>
+    sizes.map((n) => {
+      const r = engineRow(impl, n)
+      return r === undefined ? Number.NaN : f(r)
+    })
+  const delivered = await runDelivered(sizes, options.ratePerSec, log)
+  const deliveredValues = (impl: string, f: (r: SpreadRun) => number) =>
+    sizes.map((n) => {
+      const r = delivered.find((d) => d.impl === impl && d.timers === n)
+      return r === undefined ? Number.NaN : f(r)
+    })
+  const nsPerPair = (r: EngineResult["rows"][number]) => 1e9 / r.pairsPerSec
+  const rows = [
+    row("engine schedule+cancel", PUBLIC_IMPL, "ns/pair", engineValues(PUBLIC_IMPL, nsPerPair)),
+    row("engine schedule+cancel", NODE_IMPL, "ns/pair", engineValues(NODE_IMPL, nsPerPair)),
+    row(
+      "engine heap per pending timer",
+      PUBLIC_IMPL,
+      "B",
+      engineValues(PUBLIC_IMPL, (r) => r.bytesPerTimer)
+    ),
+    row(
+      "engine heap per pending timer",
+      NODE_IMPL,
+      "B",
+      engineValues(NODE_IMPL, (r) => r.bytesPerTimer)
+    ),
+    row(
+      "actor timers delivered, CPU",
+      TICKWORK_IMPL,
+      "µs/timer",
+      deliveredValues(TICKWORK_IMPL, (r) => r.cpuMicrosPerTimer)
+    ),
+    row(
+      "actor timers delivered, CPU",
+      NODE_DELIVERED,
+      "µs/timer",
+      deliveredValues(NODE_DELIVERED, (r) => r.cpuMicrosPerTimer)
+    )
+  ]
+  const sizeNote = sizes.includes(1_000_000)
+    ? {}
+    : { note: `sizes ${sizes.map((n) => fmtInt(n)).join(" / ")} (quick mode)` }
+  const targets: Array<TargetRow> = rows
+    .filter((r) => !r.impl.startsWith("node"))
+    .map((r) => {
+      const base = rows.find((b) => b.metric === r.metric && b.impl.startsWith("node"))
+      return {
+        target: `linearity: ${r.metric} flat (max/min ≤ ${MAX_FLATNESS})`,
+        measured: `${fmtNum(r.flatness, 2)}x`,
+        baseline: `node ${fmtNum(base?.flatness ?? Number.NaN, 2)}x`,
+        pass: Number.isFinite(r.flatness) ? r.flatness <= MAX_FLATNESS : undefined,
+        ...sizeNote
+      }
+    })
+  return {
+    scenario: "linearity",
+    sizes,
+    ratePerSec: options.ratePerSec,
+    engineSource,
+    rows,
+    delivered,
+    targets
+  }
+}
+
+export const formatLinearity = (result: LinearityResult): string => {
+  const fmt = (unit: string, v: number) => (unit === "B" ? fmtBytes(v) : fmtNum(v, unit === "ns/pair" ? 0 : 2))
+  const deliveredRows = result.delivered.map((r) => [
+    r.impl,
+    fmtInt(r.timers),
+    fmtInt(r.handled),
+    fmtNum(r.latenessMillis.p50),
+    fmtNum(r.latenessMillis.p99),
+    fmtNum(r.cpuPercent, 0),
+    fmtNum(r.cpuMicrosPerTimer, 2)
+  ])
+  return [
+    `Linearity: per-timer cost at ${result.sizes.map((n) => fmtInt(n)).join(" / ")} timers ` +
+      `(flatness = largest / smallest; engine rows: ${result.engineSource})`,
+    table(
+      ["metric", "implementation", "unit", ...result.sizes.map((n) => fmtInt(n)), "flatness"],
+      result.rows.map((r) => [
+        r.metric,
+        r.impl,
+        r.unit,
+        ...r.values.map((v) => fmt(r.unit, v)),
+        `${fmtNum(r.flatness, 2)}x`
+      ])
+    ),
+    "",
+    `Actor timers delivered at ${fmtInt(result.ratePerSec)} timers/s (one-shots due at random instants over ` +
+      `N / rate seconds):`,
+    table(["implementation", "timers", "handled", "late p50 ms", "p99 ms", "CPU %", "µs/timer"], deliveredRows)
+  ].join("\n")
+}
