@@ -27,40 +27,51 @@ export interface SchedulerHost {
 
 export type ScheduledEntry = ScheduledMessage | ScheduledFunction
 
-/**
- * The cancellation state both kinds of entry share, and the `Cancellable` handed to the caller: pending until it is
- * cancelled or done (a one-shot that ran, a schedule that ran out).
- */
-export class ScheduleHandle implements Cancellable {
-  private state = State.Pending
+/** An entry is its own `Cancellable`: no handle object beside it (a pending schedule is one record in the engine). */
+interface Settling {
+  state: State
+  readonly host: SchedulerHost
+}
+
+/** The schedule ran out (a one-shot that ran, a schedule that ended): it leaves the system's books. */
+const settleDone = (entry: Settling & ScheduledEntry): void => {
+  if (entry.state !== State.Pending) return
+  entry.state = State.Done
+  entry.host.release(entry)
+}
+
+/** Cancels; true when this stopped an active schedule. */
+const settleCancelled = (entry: Settling & ScheduledEntry): boolean => {
+  if (entry.state !== State.Pending) return false
+  entry.state = State.Cancelled
+  entry.host.driver.cancel(entry)
+  entry.host.release(entry)
+  return true
+}
+
+/** `scheduleOnce` / `scheduleAtFixedRate`: a tick that goes to the target's mailbox. */
+export class ScheduledMessage extends MailboxTick implements Cancellable, Settling {
+  get kind() {
+    return "scheduler_message" as const
+  }
+  state = State.Pending
 
   constructor(
-    private readonly host: SchedulerHost,
-    private readonly entry: ScheduledEntry
-  ) {}
-
-  get isPending(): boolean {
-    return this.state === State.Pending
+    readonly host: SchedulerHost,
+    readonly target: ActorRef<any>,
+    readonly message: unknown,
+    private readonly replyTo: ActorRef<any> | undefined,
+    /** The next due time after a firing at `due` (at `now`); undefined for a one-shot or when the schedule ends. */
+    private readonly next: ((due: number, now: number) => number | undefined) | undefined,
+    /** Set when the schedule was made under a reference. */
+    readonly reference: string | undefined = undefined
+  ) {
+    super()
   }
 
-  get wasCancelled(): boolean {
-    return this.state === State.Cancelled
-  }
-
-  /** The schedule ran out; it leaves the system's books. */
-  done(): void {
-    if (this.state !== State.Pending) return
-    this.state = State.Done
-    this.host.release(this.entry)
-  }
-
-  /** Cancels; true when this stopped an active schedule. */
-  unsafeCancel(): boolean {
-    if (this.state !== State.Pending) return false
-    this.state = State.Cancelled
-    this.host.driver.cancel(this.entry)
-    this.host.release(this.entry)
-    return true
+  /** The `Cancellable` handed to the caller: the entry itself. */
+  get handle(): this {
+    return this
   }
 
   // Getters rather than fields: a pending schedule costs no effect objects until someone asks.
@@ -71,27 +82,9 @@ export class ScheduleHandle implements Cancellable {
   get isCancelled(): Effect.Effect<boolean> {
     return Effect.sync(() => this.state === State.Cancelled)
   }
-}
 
-/** `scheduleOnce` / `scheduleAtFixedRate`: a tick that goes to the target's mailbox. */
-export class ScheduledMessage extends MailboxTick {
-  get kind() {
-    return "scheduler_message" as const
-  }
-  readonly handle: ScheduleHandle
-
-  constructor(
-    host: SchedulerHost,
-    readonly target: ActorRef<any>,
-    readonly message: unknown,
-    private readonly replyTo: ActorRef<any> | undefined,
-    /** The next due time after a firing at `due` (at `now`); undefined for a one-shot or when the schedule ends. */
-    private readonly next: ((due: number, now: number) => number | undefined) | undefined,
-    /** Set when the schedule was made under a reference. */
-    readonly reference: string | undefined = undefined
-  ) {
-    super()
-    this.handle = new ScheduleHandle(host, this)
+  unsafeCancel(): boolean {
+    return settleCancelled(this)
   }
 
   override get sender(): ActorRef<any> | undefined {
@@ -113,7 +106,7 @@ export class ScheduledMessage extends MailboxTick {
   }
 
   accept(): boolean {
-    if (this.handle.wasCancelled) return false
+    if (this.state === State.Cancelled) return false
     this.settle()
     return true
   }
@@ -124,23 +117,39 @@ export class ScheduledMessage extends MailboxTick {
 
   /** A one-shot is done once its message was handled or could not be delivered. */
   private settle(): void {
-    if (this.finished && this.queued === 0) this.handle.done()
+    if (this.finished && this.queued === 0) settleDone(this)
   }
 }
 
 /** `scheduleOnceFunction` / `scheduleAtFixedRateFunction`: a task forked on its own fiber; runs never overlap. */
-export class ScheduledFunction extends TimerEntry {
-  readonly handle: ScheduleHandle
+export class ScheduledFunction extends TimerEntry implements Cancellable, Settling {
+  state = State.Pending
   private running = false
   private backlog = 0
 
   constructor(
-    private readonly host: SchedulerHost,
+    readonly host: SchedulerHost,
     private readonly task: Effect.Effect<unknown, unknown>,
     private readonly interval: number
   ) {
     super()
-    this.handle = new ScheduleHandle(host, this)
+  }
+
+  /** The `Cancellable` handed to the caller: the entry itself. */
+  get handle(): this {
+    return this
+  }
+
+  get cancel(): Effect.Effect<boolean> {
+    return Effect.sync(() => this.unsafeCancel())
+  }
+
+  get isCancelled(): Effect.Effect<boolean> {
+    return Effect.sync(() => this.state === State.Cancelled)
+  }
+
+  unsafeCancel(): boolean {
+    return settleCancelled(this)
   }
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
@@ -148,7 +157,7 @@ export class ScheduledFunction extends TimerEntry {
     if (this.interval > 0) {
       driver.schedule(this, this.due + this.interval)
     } else {
-      this.handle.done()
+      settleDone(this)
     }
     if (this.running) {
       this.backlog++
@@ -168,7 +177,7 @@ export class ScheduledFunction extends TimerEntry {
     const loop: Effect.Effect<void> = Effect.zipRight(
       this.once,
       Effect.suspend(() => {
-        if (this.backlog > 0 && !this.handle.wasCancelled) {
+        if (this.backlog > 0 && this.state !== State.Cancelled) {
           this.backlog--
           return loop
         }
