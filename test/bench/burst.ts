@@ -23,6 +23,7 @@ import {
   fmtRatio,
   fullGc,
   type LatenessSummary,
+  latenessCells,
   openCpuWindow,
   sleep,
   type TargetRow,
@@ -285,9 +286,7 @@ const spreadTable = (runs: ReadonlyArray<SpreadRun>, first: string): string =>
       `${fmtInt(r.scheduleMillis)}${r.scheduledInTime ? "" : "!"}`,
       fmtInt(r.leadMillis),
       fmtInt(r.allHandledMillis),
-      fmtNum(r.latenessMillis.p50),
-      fmtNum(r.latenessMillis.p99),
-      fmtNum(r.latenessMillis.max),
+      ...latenessCells(r.latenessMillis),
       fmtNum(r.cpuPercent, 0),
       fmtNum(r.cpuMicrosPerTimer, 2)
     ])

@@ -72,31 +72,24 @@ export const runLinearity = async (
     })
   const nsPerPair = (r: EngineResult["rows"][number]) => 1e9 / r.pairsPerSec
   const rows = [
-    row("engine schedule+cancel", PUBLIC_IMPL, "ns/pair", engineValues(PUBLIC_IMPL, nsPerPair)),
-    row("engine schedule+cancel", NODE_IMPL, "ns/pair", engineValues(NODE_IMPL, nsPerPair)),
-    row(
-      "engine heap per pending timer",
-      PUBLIC_IMPL,
-      "B",
-      engineValues(PUBLIC_IMPL, (r) => r.bytesPerTimer)
+    ...[PUBLIC_IMPL, NODE_IMPL].map((impl) =>
+      row("engine schedule+cancel", impl, "ns/pair", engineValues(impl, nsPerPair))
     ),
-    row(
-      "engine heap per pending timer",
-      NODE_IMPL,
-      "B",
-      engineValues(NODE_IMPL, (r) => r.bytesPerTimer)
+    ...[PUBLIC_IMPL, NODE_IMPL].map((impl) =>
+      row(
+        "engine heap per pending timer",
+        impl,
+        "B",
+        engineValues(impl, (r) => r.bytesPerTimer)
+      )
     ),
-    row(
-      "actor timers delivered, CPU",
-      TICKWORK_IMPL,
-      "µs/timer",
-      deliveredValues(TICKWORK_IMPL, (r) => r.cpuMicrosPerTimer)
-    ),
-    row(
-      "actor timers delivered, CPU",
-      NODE_DELIVERED,
-      "µs/timer",
-      deliveredValues(NODE_DELIVERED, (r) => r.cpuMicrosPerTimer)
+    ...[TICKWORK_IMPL, NODE_DELIVERED].map((impl) =>
+      row(
+        "actor timers delivered, CPU",
+        impl,
+        "µs/timer",
+        deliveredValues(impl, (r) => r.cpuMicrosPerTimer)
+      )
     )
   ]
   const sizeNote = sizes.includes(1_000_000)

@@ -59,6 +59,39 @@ export interface LatenessSummary {
 }
 
 /**
+ * A promise that resolves at a deadline: by a Node timer, or by `check` (called by the recorders on every event)
+ * when a design keeps the microtask queue so busy that Node timers do not run. Arming it again resolves the
+ * previous promise first.
+ */
+class Alarm {
+  private deadline = Number.POSITIVE_INFINITY
+  private resolve: (() => void) | undefined = undefined
+  private timer: NodeJS.Timeout | undefined = undefined
+
+  arm(deadline: number): Promise<void> {
+    this.fire()
+    return new Promise((resolve) => {
+      this.deadline = deadline
+      this.resolve = resolve
+      this.timer = setTimeout(() => this.fire(), Math.max(0, deadline - performance.now()))
+    })
+  }
+
+  check(now: number): void {
+    if (now >= this.deadline) this.fire()
+  }
+
+  fire(): void {
+    const resolve = this.resolve
+    if (resolve === undefined) return
+    this.resolve = undefined
+    this.deadline = Number.POSITIVE_INFINITY
+    clearTimeout(this.timer)
+    resolve()
+  }
+}
+
+/**
  * Counts ticks and records their lateness while the window is open. Samples go to a preallocated Float64Array
  * (outside the JS heap, so it does not distort heap readings); beyond its capacity only the count grows.
  *
@@ -70,9 +103,7 @@ export class TickRecorder {
   count = 0
   private readonly samples: Float64Array
   private n = 0
-  private deadline = Number.POSITIVE_INFINITY
-  private resolve: (() => void) | undefined = undefined
-  private timer: NodeJS.Timeout | undefined = undefined
+  private readonly alarm = new Alarm()
   /** Ticks since `resetRecent`, and how many of them were later than `lateThreshold` (open window or not). */
   recentCount = 0
   recentLate = 0
@@ -97,26 +128,12 @@ export class TickRecorder {
       this.count++
       if (this.n < this.samples.length) this.samples[this.n++] = latenessMillis
     }
-    if (now >= this.deadline) this.fire()
+    this.alarm.check(now)
   }
 
   /** Resolves at `deadline` (performance.now() millis): by a Node timer or by the first tick recorded after it. */
   until(deadline: number): Promise<void> {
-    this.fire()
-    return new Promise((resolve) => {
-      this.deadline = deadline
-      this.resolve = resolve
-      this.timer = setTimeout(() => this.fire(), Math.max(0, deadline - performance.now()))
-    })
-  }
-
-  private fire(): void {
-    const resolve = this.resolve
-    if (resolve === undefined) return
-    this.resolve = undefined
-    this.deadline = Number.POSITIVE_INFINITY
-    clearTimeout(this.timer)
-    resolve()
+    return this.alarm.arm(deadline)
   }
 
   summary(): LatenessSummary {
@@ -173,9 +190,7 @@ export class CompletionRecorder {
   firstAt = Number.NaN
   lastAt = Number.NaN
   private readonly samples: Float64Array
-  private resolve: (() => void) | undefined = undefined
-  private deadline = Number.POSITIVE_INFINITY
-  private timer: NodeJS.Timeout | undefined = undefined
+  private readonly alarm = new Alarm()
 
   constructor(readonly expected: number) {
     this.samples = new Float64Array(expected)
@@ -187,25 +202,13 @@ export class CompletionRecorder {
     if (this.count === 0) this.firstAt = now
     this.count++
     this.lastAt = now
-    if (this.count >= this.expected || now >= this.deadline) this.fire()
+    if (this.count >= this.expected) this.alarm.fire()
+    else this.alarm.check(now)
   }
 
   /** Resolves once `expected` events were recorded, or at `deadline` (performance.now() millis). */
   done(deadline: number): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.count >= this.expected) return resolve()
-      this.resolve = resolve
-      this.deadline = deadline
-      this.timer = setTimeout(() => this.fire(), Math.max(0, deadline - performance.now()))
-    })
-  }
-
-  private fire(): void {
-    const resolve = this.resolve
-    if (resolve === undefined) return
-    this.resolve = undefined
-    clearTimeout(this.timer)
-    resolve()
+    return this.count >= this.expected ? Promise.resolve() : this.alarm.arm(deadline)
   }
 
   summary(): LatenessSummary {
@@ -286,6 +289,9 @@ export const fmtBytes = (n: number): string => {
   if (abs >= 10_240) return `${(n / 1024).toFixed(1)} KB`
   return `${n.toFixed(0)} B`
 }
+
+/** Lateness p50, p99 and max as table cells (ms). */
+export const latenessCells = (l: LatenessSummary): Array<string> => [fmtNum(l.p50), fmtNum(l.p99), fmtNum(l.max)]
 
 /** `a / b` as "1.23x", "-" when undefined. */
 export const fmtRatio = (a: number, b: number): string => {
