@@ -30,7 +30,7 @@ import { type Dispatcher, installFiberRefs } from "./dispatcher.js"
 import { EMPTY, Mailbox } from "./mailbox.js"
 import { recordDelivered, recordDropped, recordLateness } from "./metrics.js"
 import { BaseRef, type Delivery } from "./refs.js"
-import { MailboxTick } from "./tick.js"
+import { FLAG_FREE, MailboxTick } from "./tick.js"
 import type { TimerDriver } from "./timerDriver.js"
 
 /**
@@ -105,21 +105,36 @@ export enum Mode {
 
 /** A `context.timers` timer. Replacing or cancelling it sets `active = false`; its queued ticks are then stale. */
 export class ActorTimer extends MailboxTick {
-  active = true
-  scheduleState: unknown
   get kind() {
     return "actor_timer" as const
   }
+  /** Set only for `startTimerWithSchedule`: the schedule and its state. */
+  scheduled: { readonly schedule: Schedule.Schedule<unknown>; state: unknown } | undefined
 
   constructor(
     readonly cell: ActorCell,
     readonly key: string,
     readonly message: unknown,
-    readonly mode: Mode,
+    mode: Mode,
     readonly interval: number,
-    readonly schedule: Schedule.Schedule<unknown> | undefined
+    schedule: Schedule.Schedule<unknown> | undefined
   ) {
     super()
+    // flags: bit FLAG_FREE is `active`, the two above it the mode
+    this.flags |= (1 << FLAG_FREE) | (mode << (FLAG_FREE + 1))
+    this.scheduled = schedule === undefined ? undefined : { schedule, state: schedule.initial }
+  }
+
+  get mode(): Mode {
+    return (this.flags >> (FLAG_FREE + 1)) & 3
+  }
+
+  /** False once replaced or cancelled: its queued ticks are stale. */
+  get active(): boolean {
+    return (this.flags & (1 << FLAG_FREE)) !== 0
+  }
+  set active(value: boolean) {
+    this.flags = value ? this.flags | (1 << FLAG_FREE) : this.flags & ~(1 << FLAG_FREE)
   }
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
@@ -145,9 +160,10 @@ export class ActorTimer extends MailboxTick {
 
   /** Asks the schedule for the next due time; a finished schedule leaves the timer active until its last tick. */
   step(now: number, driver: TimerDriver): Effect.Effect<void> {
-    return Effect.map(this.schedule!.step(now, undefined, this.scheduleState), ([state, , decision]) => {
+    const scheduled = this.scheduled!
+    return Effect.map(scheduled.schedule.step(now, undefined, scheduled.state), ([state, , decision]) => {
       if (!this.active) return
-      this.scheduleState = state
+      scheduled.state = state
       if (ScheduleDecision.isDone(decision)) {
         this.finished = true
         if (this.queued === 0) this.cell.removeTimer(this)

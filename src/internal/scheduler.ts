@@ -8,7 +8,7 @@ import type { ActorRef } from "../ActorRef.js"
 import type { Cancellable } from "../Scheduler.js"
 import { CellRef } from "./actorCell.js"
 import { recordDelivered, recordLateness } from "./metrics.js"
-import { MailboxTick } from "./tick.js"
+import { FLAG_FREE, MailboxTick } from "./tick.js"
 import { type TimerDriver, TimerEntry } from "./timerDriver.js"
 
 enum State {
@@ -49,24 +49,45 @@ const settleCancelled = (entry: Settling & ScheduledEntry): boolean => {
   return true
 }
 
+interface MessageExtra {
+  readonly replyTo: ActorRef<any> | undefined
+  readonly next: ((due: number, now: number) => number | undefined) | undefined
+  readonly reference: string | undefined
+}
+
 /** `scheduleOnce` / `scheduleAtFixedRate`: a tick that goes to the target's mailbox. */
 export class ScheduledMessage extends MailboxTick implements Cancellable, Settling {
   get kind() {
     return "scheduler_message" as const
   }
-  state = State.Pending
+  /** Kept in `flags`, two bits above the tick's own. */
+  get state(): State {
+    return (this.flags >> FLAG_FREE) & 3
+  }
+  set state(state: State) {
+    this.flags = (this.flags & ~(3 << FLAG_FREE)) | (state << FLAG_FREE)
+  }
+
+  /** The rarer parts in one field, absent for a plain one-shot: a pending one-shot is 8 fields. */
+  private readonly extra: MessageExtra | undefined
 
   constructor(
     readonly host: SchedulerHost,
     readonly target: ActorRef<any>,
     readonly message: unknown,
-    private readonly replyTo: ActorRef<any> | undefined,
+    replyTo: ActorRef<any> | undefined,
     /** The next due time after a firing at `due` (at `now`); undefined for a one-shot or when the schedule ends. */
-    private readonly next: ((due: number, now: number) => number | undefined) | undefined,
+    next: ((due: number, now: number) => number | undefined) | undefined,
     /** Set when the schedule was made under a reference. */
-    readonly reference: string | undefined = undefined
+    reference: string | undefined = undefined
   ) {
     super()
+    this.extra =
+      replyTo === undefined && next === undefined && reference === undefined ? undefined : { replyTo, next, reference }
+  }
+
+  get reference(): string | undefined {
+    return this.extra?.reference
   }
 
   /** The `Cancellable` handed to the caller: the entry itself. */
@@ -88,19 +109,19 @@ export class ScheduledMessage extends MailboxTick implements Cancellable, Settli
   }
 
   override get sender(): ActorRef<any> | undefined {
-    return this.replyTo
+    return this.extra?.replyTo
   }
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
     const due = this.due
-    const next = this.next?.(due, now)
+    const next = this.extra?.next?.(due, now)
     if (next !== undefined) driver.schedule(this, next)
     else this.finished = true
     if (this.target instanceof CellRef) return this.target.cell.offerTick(this, due, now)
     // A ref without a mailbox (a probe, an ask slot) takes the message directly.
     recordLateness(now - due)
     recordDelivered(this.kind)
-    this.target.unsafeTell(this.message, this.replyTo)
+    this.target.unsafeTell(this.message, this.sender)
     this.settle()
     return undefined
   }

@@ -9,11 +9,24 @@ import type { ActorRef } from "../ActorRef.js"
 import type { TimerKind } from "../Metrics.js"
 import { TimerEntry } from "./timerDriver.js"
 
+/** The lowest bit of `MailboxTick.flags` that subclasses may use. */
+export const FLAG_FREE = 1
+
 export abstract class MailboxTick extends TimerEntry {
   /** Copies of this tick waiting in the mailbox (a fixed-rate backlog queues the same entry several times). */
   queued = 0
+  /**
+   * Small state packed in one field, since a pending timer is mostly its fields: bit 0 is `finished`; subclasses keep
+   * theirs in the bits from `FLAG_FREE` up. One field instead of three saves 16 bytes per timer.
+   */
+  protected flags = 0
   /** No further firing is planned: the entry is done once its queued copies are handled or dropped. */
-  finished = false
+  get finished(): boolean {
+    return (this.flags & 1) !== 0
+  }
+  set finished(value: boolean) {
+    this.flags = value ? this.flags | 1 : this.flags & ~1
+  }
   abstract readonly message: unknown
   /** The metric tag; subclasses implement it as a getter, so it costs no slot in every timer record. */
   abstract readonly kind: TimerKind
