@@ -1,0 +1,299 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Clock, Effect, Exit, Fiber, Layer, Schema, Scope, TestClock } from "effect"
+import { ActorSystem, Grain, Passivation } from "tickwork"
+import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
+
+/** Commands for the grain under test: register, unregister and list its reminders; `Fired` is what they deliver. */
+const Msg = Schema.Union(
+  Schema.TaggedStruct("Fired", { label: Schema.String }),
+  Schema.TaggedStruct("After", {
+    name: Schema.String,
+    label: Schema.String,
+    delay: Schema.Number,
+    period: Schema.optional(Schema.Number)
+  }),
+  Schema.TaggedStruct("Cron", { name: Schema.String, label: Schema.String, expression: Schema.String }),
+  Schema.TaggedStruct("Unregister", { name: Schema.String }),
+  Schema.TaggedStruct("List", {})
+)
+type Msg = typeof Msg.Type
+
+/** A cluster grain kind that records lifecycle events and delivered reminders as "label@millis#activation". */
+const makeSubject = () => {
+  const events: Array<string> = []
+  let activations = 0
+  const grain = Grain.make<Msg>()({
+    name: "reminded",
+    passivation: Passivation.idle("10 seconds"),
+    onActivate: () => Effect.sync(() => ++activations).pipe(Effect.tap((n) => events.push(`activate#${n}`))),
+    onReceive: (ctx, n) => {
+      const msg = ctx.message
+      const answer = <A, E>(effect: Effect.Effect<A, E, Reminders.Reminders>) =>
+        Effect.flatMap(Effect.either(effect), (result) =>
+          ctx.reply(result._tag === "Left" ? (result.left as { _tag: string })._tag : "ok")
+        )
+      const run = (): Effect.Effect<unknown, never, Reminders.Reminders> => {
+        switch (msg._tag) {
+          case "Fired":
+            return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Effect.sync(() => events.push(`${msg.label}@${now}#${n}`))
+            )
+          case "After":
+            return answer(
+              Reminders.register(
+                ctx,
+                msg.name,
+                { _tag: "Fired", label: msg.label },
+                Reminders.after(msg.delay, msg.period === undefined ? {} : { period: msg.period })
+              )
+            )
+          case "Cron":
+            return answer(
+              Reminders.register(ctx, msg.name, { _tag: "Fired", label: msg.label }, Reminders.cron(msg.expression))
+            )
+          case "Unregister":
+            return Effect.flatMap(Effect.orDie(Reminders.unregister(ctx, msg.name)), (existed) =>
+              ctx.reply(String(existed))
+            )
+          case "List":
+            return Effect.flatMap(Effect.orDie(Reminders.list(ctx)), (list) =>
+              ctx.reply(list.map((r) => `${r.name}:${r.nextDue}`).join(","))
+            )
+        }
+      }
+      return Effect.as(run(), n)
+    },
+    onDeactivate: (_props, n) => Effect.sync(() => events.push(`deactivate#${n}`))
+  })
+  const kind = ClusterGrain.make(grain, { message: Msg, reply: Schema.String })
+  return { events, kind }
+}
+
+const runnerOn = (kind: ClusterGrain.ClusterGrain<any, any, any, any>) =>
+  ClusterGrain.layer([kind]).pipe(
+    Layer.provideMerge(Reminders.layer()),
+    Layer.provideMerge(ActorSystem.layer({ name: "runner" }))
+  )
+
+const runner = (kind: ClusterGrain.ClusterGrain<any, any, any, any>) =>
+  runnerOn(kind).pipe(Layer.provideMerge(ClusterRunner.layerTest()))
+
+/** Moves the clock on a second at a time, so storage polls and the entity reaper run along the way. */
+const advance = (millis: number) =>
+  Effect.gen(function* () {
+    for (let t = 0; t < millis; t += 1_000) yield* TestClock.adjust(Math.min(1_000, millis - t))
+  })
+
+/** Asks the grain under test, moving the clock along until it answers. */
+const ask = (kind: ClusterGrain.ClusterGrain<Msg, string, any, any>, message: Msg) =>
+  Effect.gen(function* () {
+    const fiber = yield* Effect.fork(ClusterGrain.ask(kind, "g", message, { timeout: "10 seconds" }))
+    yield* TestClock.adjust(0)
+    return yield* Fiber.join(fiber)
+  })
+
+const fired = (events: ReadonlyArray<string>) => events.filter((e) => e.includes("@"))
+
+describe("Reminders", () => {
+  it.effect("a reminder reactivates a passivated grain", () => {
+    const { events, kind } = makeSubject()
+    return Effect.gen(function* () {
+      yield* TestClock.adjust(1)
+      assert.strictEqual(yield* ask(kind, { _tag: "After", name: "wake", label: "wake", delay: 60_000 }), "ok")
+      yield* advance(30_000)
+      assert.deepStrictEqual(events, ["activate#1", "deactivate#1"])
+      yield* advance(32_000)
+      // Due at 60 001; delivered within the storage poll interval (1 s here), by a new activation.
+      assert.strictEqual(events.length, 4)
+      assert.strictEqual(events[2], "activate#2")
+      const [label, at] = events[3]!.split(/[@#]/)
+      assert.strictEqual(label, "wake")
+      assert.isAtLeast(Number(at), 60_001)
+      assert.isAtMost(Number(at), 61_001)
+      // A one-shot is gone once delivered.
+      assert.strictEqual(yield* ask(kind, { _tag: "List" }), "")
+    }).pipe(Effect.provide(runner(kind)))
+  })
+
+  it.effect("a periodic reminder keeps its grid", () => {
+    const { events, kind } = makeSubject()
+    return Effect.gen(function* () {
+      yield* TestClock.adjust(1)
+      yield* ask(kind, { _tag: "After", name: "beat", label: "beat", delay: 15_000, period: 15_000 })
+      yield* advance(62_000)
+      const times = fired(events).map((e) => Number(e.split(/[@#]/)[1]))
+      assert.strictEqual(times.length, 4)
+      times.forEach((t, i) => {
+        const due = 1 + 15_000 * (i + 1)
+        assert.isAtLeast(t, due)
+        assert.isAtMost(t, due + 1_000)
+      })
+      assert.strictEqual(yield* ask(kind, { _tag: "List" }), `beat:${1 + 15_000 * 5}`)
+    }).pipe(Effect.provide(runner(kind)))
+  })
+
+  it.effect("unregister stops a reminder, including an occurrence already persisted", () => {
+    const { events, kind } = makeSubject()
+    return Effect.gen(function* () {
+      yield* TestClock.adjust(1)
+      yield* ask(kind, { _tag: "After", name: "r", label: "r", delay: 5_000, period: 5_000 })
+      yield* advance(3_000)
+      assert.strictEqual(yield* ask(kind, { _tag: "Unregister", name: "r" }), "true")
+      assert.strictEqual(yield* ask(kind, { _tag: "Unregister", name: "r" }), "false")
+      yield* advance(30_000)
+      assert.deepStrictEqual(fired(events), [])
+      assert.strictEqual(yield* ask(kind, { _tag: "List" }), "")
+    }).pipe(Effect.provide(runner(kind)))
+  })
+
+  it.effect("re-registering a name replaces the reminder; the old occurrence is dropped", () => {
+    const { events, kind } = makeSubject()
+    return Effect.gen(function* () {
+      yield* TestClock.adjust(1)
+      yield* ask(kind, { _tag: "After", name: "r", label: "old", delay: 5_000 })
+      yield* ask(kind, { _tag: "After", name: "r", label: "new", delay: 20_000 })
+      yield* advance(30_000)
+      assert.deepStrictEqual(
+        fired(events).map((e) => e.split("@")[0]),
+        ["new"]
+      )
+    }).pipe(Effect.provide(runner(kind)))
+  })
+
+  it.effect("list shows each reminder's next due time; registerFor / listFor / unregisterFor work from outside", () => {
+    const { kind } = makeSubject()
+    return Effect.gen(function* () {
+      yield* TestClock.adjust(1)
+      yield* ask(kind, { _tag: "After", name: "b", label: "b", delay: 2_000, period: 60_000 })
+      const info = yield* Reminders.registerFor(
+        kind,
+        "g",
+        "a",
+        { _tag: "Fired", label: "a" },
+        Reminders.cron("0 0 * * * ?")
+      )
+      assert.deepStrictEqual(info, {
+        name: "a",
+        nextDue: 3_600_000,
+        periodMillis: undefined,
+        cron: "0 0 * * * ?",
+        timeZone: "UTC"
+      })
+      assert.strictEqual(yield* ask(kind, { _tag: "List" }), "a:3600000,b:2001")
+      const listed = yield* Reminders.listFor(kind, "g")
+      assert.deepStrictEqual(
+        listed.map((r) => [r.name, r.periodMillis]),
+        [
+          ["a", undefined],
+          ["b", 60_000]
+        ]
+      )
+      assert.isTrue(yield* Reminders.unregisterFor(kind, "g", "a"))
+      assert.strictEqual(yield* ask(kind, { _tag: "List" }), "b:2001")
+    }).pipe(Effect.provide(runner(kind)))
+  })
+
+  it.effect("cron reminders fire at the expression's instants, in UTC by default", () => {
+    const { events, kind } = makeSubject()
+    return Effect.gen(function* () {
+      yield* TestClock.adjust(1)
+      assert.strictEqual(yield* ask(kind, { _tag: "Cron", name: "c", label: "c", expression: "*/20 * * * * ?" }), "ok")
+      yield* advance(61_000)
+      const times = fired(events).map((e) => Number(e.split(/[@#]/)[1]))
+      assert.strictEqual(times.length, 3)
+      times.forEach((t, i) => {
+        assert.isAtLeast(t, 20_000 * (i + 1))
+        assert.isAtMost(t, 20_000 * (i + 1) + 1_000)
+      })
+    }).pipe(Effect.provide(runner(kind)))
+  })
+
+  it.effect("bad input is a typed error and registers nothing", () => {
+    const { kind } = makeSubject()
+    return Effect.gen(function* () {
+      yield* TestClock.adjust(1)
+      assert.strictEqual(yield* ask(kind, { _tag: "After", name: "", label: "x", delay: 1_000 }), "InvalidReminderName")
+      assert.strictEqual(
+        yield* ask(kind, { _tag: "After", name: "p", label: "x", delay: 1_000, period: 0 }),
+        "InvalidTimerInterval"
+      )
+      assert.strictEqual(
+        yield* ask(kind, { _tag: "After", name: "p", label: "x", delay: 1_000, period: -5 }),
+        "InvalidTimerInterval"
+      )
+      assert.strictEqual(yield* ask(kind, { _tag: "After", name: "d", label: "x", delay: -1 }), "InvalidTimerDelay")
+      assert.strictEqual(
+        yield* ask(kind, { _tag: "Cron", name: "c", label: "x", expression: "not a cron" }),
+        "InvalidCronExpression"
+      )
+      assert.strictEqual(
+        yield* ask(kind, { _tag: "Cron", name: "c", label: "x", expression: "0 0 0 1 1 ? 1970" }),
+        "ReminderNeverFires"
+      )
+      const badMessage = yield* Effect.flip(
+        Reminders.registerFor(kind, "g", "m", { _tag: "Fired", label: 7 } as unknown as Msg, Reminders.after(1_000))
+      )
+      assert.strictEqual(badMessage._tag, "InvalidGrainMessage")
+      const badZone = yield* Effect.flip(
+        Reminders.registerFor(
+          kind,
+          "g",
+          "z",
+          { _tag: "Fired", label: "z" },
+          Reminders.cron("0 * * * * ?", { timeZone: "Mars/Olympus" })
+        )
+      )
+      assert.strictEqual(badZone._tag, "InvalidCronExpression")
+      assert.strictEqual(yield* ask(kind, { _tag: "List" }), "")
+    }).pipe(Effect.provide(runner(kind)))
+  })
+
+  it.effect("missed while the whole cluster was down: fires once on recovery, then continues on the grid", () => {
+    const { events, kind } = makeSubject()
+    return Effect.gen(function* () {
+      const storage = yield* Layer.build(ClusterRunner.layerStorage(ClusterRunner.sqlite(":memory:")))
+      const start = Effect.gen(function* () {
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(
+          runnerOn(kind).pipe(
+            Layer.provideMerge(ClusterRunner.layerTestRunner({ port: 1 })),
+            Layer.provide(Layer.succeedContext(storage))
+          ),
+          scope
+        )
+        return { scope, context }
+      })
+      yield* TestClock.adjust(1)
+      const first = yield* start
+      // A runner takes a moment to acquire its shards.
+      yield* advance(5_000)
+      yield* Effect.provide(
+        ask(kind, { _tag: "After", name: "beat", label: "beat", delay: 10_000, period: 10_000 }),
+        first.context
+      )
+      const grid = (k: number) => 5_001 + 10_000 * k
+      yield* advance(12_000)
+      assert.strictEqual(fired(events).length, 1)
+      yield* Scope.close(first.scope, Exit.void)
+      // Down from ~17 s to ~60 s: the occurrences due at 25, 35, 45 and 55 s are missed.
+      yield* advance(43_000)
+      assert.strictEqual(fired(events).length, 1)
+      const second = yield* start
+      yield* advance(4_000)
+      const times = () => fired(events).map((e) => Number(e.split(/[@#]/)[1]))
+      // Once on recovery, not once per missed occurrence.
+      assert.strictEqual(times().length, 2)
+      assert.isAbove(times()[1]!, grid(5))
+      yield* advance(20_000)
+      // Then on the grid again: 65 001 and 75 001 (each within the 1 s poll interval).
+      assert.strictEqual(times().length, 4)
+      times()
+        .slice(2)
+        .forEach((t, i) => {
+          assert.isAtLeast(t, grid(6 + i))
+          assert.isAtMost(t, grid(6 + i) + 1_000)
+        })
+      yield* Scope.close(second.scope, Exit.void)
+    }).pipe(Effect.scoped)
+  })
+})
