@@ -27,6 +27,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { GrainProps } from "../Grain.js"
 import { delayMillis, intervalMillis } from "../internal/duration.js"
@@ -279,6 +280,10 @@ const storage =
   <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, ReminderStorageError, R> =>
     Effect.mapError(effect, (cause) => new ReminderStorageError({ operation, cause }))
 
+/** A storage operation on the delivery path, retried a few times before the delivery is given up (and logged). */
+const retried = <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, SqlError, R> =>
+  Effect.retry(effect, { times: 4, schedule: Schedule.exponential("200 millis") })
+
 /** The first occurrence of a schedule after `now`, checked; also what the row stores. */
 const firstOccurrence = (
   name: string,
@@ -315,15 +320,15 @@ const firstOccurrence = (
 }
 
 /** The occurrence after the one due at `due`, delivered at `now`: the next grid point (or cron instant) after now. */
-const nextOccurrence = (row: ReminderSql.ReminderRow, now: number): number | undefined => {
+const nextOccurrence = (row: ReminderSql.ReminderRow, due: number, now: number): number | undefined => {
   if (row.periodMillis !== undefined) {
     const period = row.periodMillis
-    return row.nextDue + (Math.floor(Math.max(0, now - row.nextDue) / period) + 1) * period
+    return due + (Math.floor(Math.max(0, now - due) / period) + 1) * period
   }
   if (row.cron !== undefined) {
     const parsed = QuartzCron.parse(row.cron, { timeZone: row.timeZone ?? "UTC" })
     if (Either.isLeft(parsed)) return undefined
-    return Option.getOrUndefined(QuartzCron.next(parsed.right, Math.max(now, row.nextDue)))
+    return Option.getOrUndefined(QuartzCron.next(parsed.right, Math.max(now, due)))
   }
   return undefined
 }
@@ -409,9 +414,10 @@ export const layer = (
 
       const deliver: RemindersService["deliver"] = (kind, key, delivery, handle) =>
         Effect.gen(function* () {
-          const row = yield* table.get(kind.name, key, delivery.name)
-          // Unregistered, replaced, or an occurrence already handled: drop it.
-          if (row === undefined || row.generation !== delivery.generation || row.nextDue !== delivery.due) return
+          const row = yield* retried(table.get(kind.name, key, delivery.name))
+          // Unregistered, replaced, or an occurrence already handled (the row moved past it): drop it. A later
+          // occurrence than the row's is accepted: the row's advance may have failed after it was persisted.
+          if (row === undefined || row.generation !== delivery.generation || delivery.due < row.nextDue) return
           const decoded = Schema.decodeUnknownEither(kind.message)(JSON.parse(row.message))
           if (Either.isLeft(decoded)) {
             yield* Effect.logError(
@@ -422,9 +428,9 @@ export const layer = (
             yield* handle(decoded.right)
           }
           const now = yield* Clock.currentTimeMillis
-          const next = nextOccurrence(row, now)
+          const next = nextOccurrence(row, delivery.due, now)
           if (next === undefined) {
-            yield* table.remove(kind.name, key, row.name, row.generation)
+            yield* retried(table.remove(kind.name, key, row.name, row.generation))
             return
           }
           // The next occurrence is persisted before the row moves on: a crash in between redelivers this one.
@@ -433,7 +439,7 @@ export const layer = (
             key,
             new ReminderDelivery({ name: row.name, generation: row.generation, due: next })
           )
-          yield* table.advance(kind.name, key, row.name, row.generation, next)
+          yield* retried(table.advance(kind.name, key, row.name, row.generation, next))
         }).pipe(
           withSharding,
           Effect.catchAllCause((cause) =>
