@@ -221,7 +221,11 @@ export interface Options {
   readonly host?: string
   /** The TCP port this runner listens on and other runners reach it at (default 34431). One per runner. */
   readonly port?: number
-  /** Prefix of every table (default `"cluster"`); runners of one cluster must agree on it. */
+  /**
+   * Prefix of every table (default `"cluster"`); runners of one cluster must agree on it. Several clusters can share
+   * one database under different prefixes; with PostgreSQL a prefix other than the default also turns off advisory
+   * shard locks (`shardLockDisableAdvisory`), whose numbers @effect/cluster does not derive from the prefix.
+   */
   readonly tablePrefix?: string
   /** Overrides of `defaultShardingConfig` and @effect/cluster's other settings (`shardsPerGroup`, ...). */
   readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]>
@@ -258,7 +262,8 @@ const validate = (options: Options | undefined) =>
       runnerAddress: internal.runnerAddress(host, port),
       ...options?.shardingConfig
     }
-    return Effect.succeed({ storage, prefix, config })
+    const advisoryLocks = options?.shardingConfig?.shardLockDisableAdvisory === undefined ? "auto" : "as configured"
+    return Effect.succeed({ storage, prefix, config, advisoryLocks } as const)
   })
 
 const unavailable = (storage: Storage) => (reason: string) =>
@@ -305,9 +310,9 @@ export const layerStorage = (
  */
 export const layer = (options?: Options): Layer.Layer<Services, ClusterRunnerError | SocketServer.SocketServerError> =>
   Layer.unwrapEffect(
-    Effect.map(validate(options), ({ config, prefix, storage }) =>
+    Effect.map(validate(options), ({ advisoryLocks, config, prefix, storage }) =>
       internal
-        .layerSocketRunner({ config, prefix, onUnavailable: unavailable(storage) })
+        .layerSocketRunner({ config, prefix, advisoryLocks, onUnavailable: unavailable(storage) })
         .pipe(Layer.provideMerge(layerStorage(storage)))
     )
   )
@@ -350,8 +355,10 @@ export const layerTestRunner = (
   options?: Omit<TestOptions, "storage">
 ): Layer.Layer<Exclude<Services, SqlClient.SqlClient>, ClusterRunnerError, SqlClient.SqlClient> =>
   Layer.unwrapEffect(
-    Effect.map(validate({ ...options, port: options?.port ?? 1, host: "test-runner" }), ({ config, prefix, storage }) =>
-      internal.layerLocalRunner({ config, prefix, onUnavailable: unavailable(storage) })
+    Effect.map(
+      validate({ ...options, port: options?.port ?? 1, host: "test-runner" }),
+      ({ advisoryLocks, config, prefix, storage }) =>
+        internal.layerLocalRunner({ config, prefix, advisoryLocks, onUnavailable: unavailable(storage) })
     )
   )
 

@@ -136,15 +136,36 @@ export const layerClusterStorage = <E>(
     )
   )
 
+/**
+ * The runner's sharding config. @effect/cluster 0.60.2 numbers its PostgreSQL advisory locks by shard only, not by
+ * table prefix, so two clusters in one database under different prefixes would take each other's locks: unless the
+ * user chose, a non-default prefix on PostgreSQL uses lock rows in the prefixed table instead.
+ */
+const layerShardingConfig = (options: RunnerOptions) =>
+  Layer.effect(
+    ShardingConfig.ShardingConfig,
+    Effect.map(SqlClient.SqlClient, (sql) =>
+      options.advisoryLocks === "auto" &&
+      options.prefix !== "cluster" &&
+      sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+        ? { ...options.config, shardLockDisableAdvisory: true }
+        : options.config
+    )
+  )
+
+export interface RunnerOptions {
+  readonly config: ShardingConfig.ShardingConfig["Type"]
+  readonly prefix: string
+  readonly advisoryLocks: "auto" | "as configured"
+}
+
 export type ClusterServices = Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage | Tables
 
 /** A runner process: the socket transport (msgpack), ping health checks and SQL storage. */
-export const layerSocketRunner = <E>(options: {
-  readonly config: ShardingConfig.ShardingConfig["Type"]
-  readonly prefix: string
-  readonly onUnavailable: (reason: string) => E
-}): Layer.Layer<ClusterServices, E | SocketServer.SocketServerError, SqlClient.SqlClient> => {
-  const config = ShardingConfig.layer(options.config)
+export const layerSocketRunner = <E>(
+  options: RunnerOptions & { readonly onUnavailable: (reason: string) => E }
+): Layer.Layer<ClusterServices, E | SocketServer.SocketServerError, SqlClient.SqlClient> => {
+  const config = layerShardingConfig(options)
   const transport = Layer.provide(SocketRunner.layer, [
     NodeClusterSocket.layerSocketServer,
     NodeClusterSocket.layerClientProtocol
@@ -166,16 +187,14 @@ export const layerSocketRunner = <E>(options: {
  * A runner without transport, for tests in one process: persisted messages still go through SQL storage, so several
  * of these over one SQL client behave as runners of one cluster for persisted traffic; health checks always pass.
  */
-export const layerLocalRunner = <E>(options: {
-  readonly config: ShardingConfig.ShardingConfig["Type"]
-  readonly prefix: string
-  readonly onUnavailable: (reason: string) => E
-}): Layer.Layer<ClusterServices, E, SqlClient.SqlClient> =>
+export const layerLocalRunner = <E>(
+  options: RunnerOptions & { readonly onUnavailable: (reason: string) => E }
+): Layer.Layer<ClusterServices, E, SqlClient.SqlClient> =>
   Sharding.layer.pipe(
     Layer.provideMerge(Runners.layerNoop),
     Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable)),
     Layer.provide(RunnerHealth.layerNoop),
-    Layer.provide(ShardingConfig.layer(options.config)),
+    Layer.provide(layerShardingConfig(options)),
     Layer.provideMerge(Layer.succeed(Tables, { prefix: options.prefix }))
   ) as Layer.Layer<ClusterServices, E, SqlClient.SqlClient>
 

@@ -1,0 +1,242 @@
+/**
+ * Storage conformance: the behaviours that depend on the runners' SQL storage, run against embedded SQLite and
+ * against PostgreSQL. The PostgreSQL variant needs a server at TICKWORK_PG_URL (default
+ * postgres://postgres@127.0.0.1:5432/test, trust auth); when none answers it is skipped with the reason printed.
+ */
+import { ClusterSchema, DeliverAt, Entity } from "@effect/cluster"
+import { Rpc } from "@effect/rpc"
+import { SqlClient } from "@effect/sql"
+import { assert, describe, it } from "@effect/vitest"
+import { Clock, Context, DateTime, Effect, Exit, Fiber, Layer, PrimaryKey, Schema, Scope, TestClock } from "effect"
+import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
+
+const PG_URL = process.env.TICKWORK_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+const pgStorage = ClusterRunner.postgres({ url: PG_URL, connectTimeout: "2 seconds" })
+
+/** Why PostgreSQL cannot be used here, or undefined when it can. */
+const pgUnavailable: string | undefined = await Effect.runPromise(
+  Layer.build(ClusterRunner.layerStorage(pgStorage)).pipe(
+    Effect.scoped,
+    Effect.match({ onFailure: (error) => error.message, onSuccess: () => undefined })
+  )
+)
+if (pgUnavailable !== undefined) {
+  console.log(`conformance: skipping the PostgreSQL variant: ${pgUnavailable}`)
+}
+
+/** A fresh, private set of tables per test: SQLite in memory, or a new table prefix in the shared database. */
+interface Backend {
+  readonly name: string
+  readonly skip: string | undefined
+  readonly storage: ClusterRunner.Storage
+  /** Drops what a test created under `prefix`. */
+  readonly cleanup: (prefix: string) => Effect.Effect<void, unknown, SqlClient.SqlClient>
+}
+
+const backends: ReadonlyArray<Backend> = [
+  { name: "sqlite", skip: undefined, storage: ClusterRunner.sqlite(":memory:"), cleanup: () => Effect.void },
+  {
+    name: "pg",
+    skip: pgUnavailable,
+    storage: pgStorage,
+    cleanup: (prefix) =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const tables = yield* sql<{ readonly table_name: string }>`
+          SELECT table_name FROM information_schema.tables
+          WHERE table_schema = current_schema() AND table_name LIKE ${`${prefix}\\_%`}`
+        for (const { table_name } of tables) yield* sql`DROP TABLE IF EXISTS ${sql(table_name)} CASCADE`
+      })
+  }
+]
+
+let tests = 0
+const freshPrefix = () => `t${process.pid}_${Date.now().toString(36)}_${++tests}`
+
+const iso = (millis: number) => DateTime.formatIso(DateTime.unsafeMake(millis))
+
+const advance = (seconds: number) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < seconds; i++) yield* TestClock.adjust("1 second")
+  })
+
+/** A message delivered at `at`, stored once per `id`. */
+class Due extends Schema.Class<Due>("conformance/Due")({ id: Schema.String, at: Schema.Number }) {
+  [PrimaryKey.symbol](): string {
+    return this.id
+  }
+  [DeliverAt.symbol](): DateTime.DateTime {
+    return DateTime.unsafeMake(this.at)
+  }
+}
+
+const Probe = Entity.make("ConformanceProbe", [
+  Rpc.make("due", { payload: Due }).annotate(ClusterSchema.Persisted, true)
+])
+
+for (const backend of backends) {
+  describe.skipIf(backend.skip !== undefined)(
+    backend.skip === undefined ? `storage conformance: ${backend.name}` : `${backend.name} (skipped: ${backend.skip})`,
+    () => {
+      /** The storage (fresh tables) and a way to start runners on it, each in its own scope. */
+      const setup = Effect.gen(function* () {
+        const prefix = freshPrefix()
+        const storage = yield* Layer.build(ClusterRunner.layerStorage(backend.storage))
+        yield* Effect.addFinalizer(() => Effect.orDie(backend.cleanup(prefix)).pipe(Effect.provide(storage)))
+        const startRunner = (port: number) =>
+          Effect.gen(function* () {
+            const scope = yield* Scope.make()
+            const context = yield* Layer.buildWithScope(
+              ClusterRunner.layerTestRunner({ port, tablePrefix: prefix }),
+              scope
+            ).pipe(Effect.provide(storage))
+            return { port, scope, context: Context.merge(storage, context) }
+          })
+        return { storage, startRunner }
+      })
+
+      const historyOf = (reference: string) =>
+        Effect.map(ClusterScheduler.history(reference, { limit: 1000 }), (entries) =>
+          entries.map((entry) => DateTime.formatIso(entry.instant))
+        )
+
+      it.scoped("cron: once per instant, recorded in storage", () =>
+        Effect.gen(function* () {
+          const { startRunner } = yield* setup
+          const runner = yield* startRunner(1)
+          const fired: Array<string> = []
+          yield* ClusterScheduler.scheduleWithCron(
+            "*/10 * * * * ?",
+            (fire) => Effect.sync(() => fired.push(DateTime.formatIso(fire.instant))),
+            ClusterScheduler.withTimerReference("once")
+          ).pipe(Effect.provide(runner.context), Scope.extend(runner.scope))
+          yield* advance(45)
+          const expected = [10, 20, 30, 40].map((s) => iso(s * 1000))
+          assert.deepStrictEqual(fired, expected)
+          assert.deepStrictEqual(yield* historyOf("once").pipe(Effect.provide(runner.context)), expected)
+          yield* Scope.close(runner.scope, Exit.void)
+        })
+      )
+
+      it.scoped("cron: once per instant across three runners while two leave", () =>
+        Effect.gen(function* () {
+          const { startRunner } = yield* setup
+          const runners = yield* Effect.forEach([1, 2, 3], startRunner)
+          const fired: Array<[string, number]> = []
+          for (const runner of runners) {
+            yield* ClusterScheduler.scheduleWithCron(
+              "*/5 * * * * ?",
+              (fire) => Effect.sync(() => fired.push([DateTime.formatIso(fire.instant), runner.port])),
+              ClusterScheduler.withTimerReference("three")
+            ).pipe(Effect.provide(runner.context), Scope.extend(runner.scope))
+          }
+          yield* advance(16)
+          yield* Scope.close(runners[0]!.scope, Exit.void)
+          yield* advance(10)
+          yield* Scope.close(runners[1]!.scope, Exit.void)
+          yield* advance(10)
+          const expected = Array.from({ length: 7 }, (_, i) => iso((i + 1) * 5000))
+          assert.deepStrictEqual(
+            fired.map(([instant]) => instant),
+            expected
+          )
+          assert.deepStrictEqual(yield* historyOf("three").pipe(Effect.provide(runners[2]!.context)), expected)
+          yield* Scope.close(runners[2]!.scope, Exit.void)
+        })
+      )
+
+      it.scoped("cron: the SQL of execute commits once per instant and rolls back on failure", () =>
+        Effect.gen(function* () {
+          const { startRunner, storage } = yield* setup
+          const runner = yield* startRunner(1)
+          const sql = Context.get(storage, SqlClient.SqlClient)
+          const table = `${(yield* ClusterRunner.Tables.pipe(Effect.provide(runner.context))).prefix}_ledger`
+          yield* sql`CREATE TABLE ${sql(table)} (instant VARCHAR(40) PRIMARY KEY)`
+          let attempts = 0
+          yield* ClusterScheduler.scheduleWithCron(
+            "*/10 * * * * ?",
+            (fire) =>
+              Effect.gen(function* () {
+                attempts++
+                yield* sql`INSERT INTO ${sql(table)} (instant) VALUES (${DateTime.formatIso(fire.instant)})`
+                if (attempts === 2) return yield* Effect.fail("boom")
+              }),
+            ClusterScheduler.withTimerReference("ledger")
+          ).pipe(Effect.provide(runner.context), Scope.extend(runner.scope))
+          yield* advance(35)
+          const rows = yield* sql<{ readonly instant: string }>`SELECT instant FROM ${sql(table)} ORDER BY instant`
+          assert.deepStrictEqual(
+            rows.map((row) => row.instant),
+            [iso(10_000), iso(30_000)]
+          )
+          const entries = yield* ClusterScheduler.history("ledger").pipe(Effect.provide(runner.context))
+          assert.deepStrictEqual(
+            entries.map((entry) => entry.outcome),
+            ["ok", "failed", "ok"]
+          )
+          yield* Scope.close(runner.scope, Exit.void)
+        })
+      )
+
+      it.scoped(
+        "persisted delivery: due messages arrive on time (within one poll), once, across a runner restart",
+        () =>
+          Effect.gen(function* () {
+            const { startRunner } = yield* setup
+            const received: Array<[string, number]> = []
+            const register = (runner: Effect.Effect.Success<ReturnType<typeof startRunner>>) =>
+              Layer.buildWithScope(
+                Probe.toLayer({
+                  due: (request) =>
+                    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                      Effect.sync(() => received.push([request.payload.id, now]))
+                    )
+                }),
+                runner.scope
+              ).pipe(Effect.provide(runner.context))
+            const first = yield* startRunner(1)
+            yield* register(first)
+            const client = yield* Probe.client.pipe(Effect.provide(first.context))
+            // Forked: a send to a shard this runner has not acquired yet retries every sendRetryInterval (clock time).
+            const sends = yield* Effect.fork(
+              Effect.all([
+                client("a").due(new Due({ id: "a", at: 3_000 }), { discard: true }),
+                client("b").due(new Due({ id: "b", at: 30_000 }), { discard: true }),
+                // Sent twice: stored once.
+                client("b").due(new Due({ id: "b", at: 30_000 }), { discard: true })
+              ])
+            )
+            yield* advance(5)
+            yield* Fiber.join(sends)
+            assert.deepStrictEqual(
+              received.map(([id]) => id),
+              ["a"]
+            )
+            // The runner that stored "b" goes away; another one, started later, delivers it.
+            yield* Scope.close(first.scope, Exit.void)
+            yield* advance(5)
+            const second = yield* startRunner(2)
+            yield* register(second)
+            yield* advance(19)
+            assert.deepStrictEqual(
+              received.map(([id]) => id),
+              ["a"]
+            )
+            yield* advance(2)
+            assert.deepStrictEqual(
+              received.map(([id]) => id),
+              ["a", "b"]
+            )
+            for (const [id, at] of received) {
+              const due = id === "a" ? 3_000 : 30_000
+              assert.isAtLeast(at, due)
+              assert.isAtMost(at, due + 1_000)
+            }
+            yield* advance(5)
+            assert.strictEqual(received.length, 2)
+            yield* Scope.close(second.scope, Exit.void)
+          })
+      )
+    }
+  )
+}
