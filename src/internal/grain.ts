@@ -416,27 +416,28 @@ export class GrainRegistry {
   }
 
   ask(kind: Grain<any, any, any, any>, key: string, message: unknown): Effect.Effect<unknown, GrainAskError> {
-    return Effect.suspend(() =>
-      Either.match(this.kindOf(kind), {
-        onLeft: Effect.fail,
-        onRight: (registered) =>
-          Effect.flatMap(Deferred.make<unknown, GrainAskError>(), (reply) =>
-            Effect.zipRight(this.deliver(registered, key, new GrainEnvelope(message, reply)), Deferred.await(reply))
-          )
-      })
-    )
+    return this.deliverAwaiting(kind, key, message, true)
   }
 
   /** Tells and waits until the grain has handled the message (or it could not be delivered). */
   tellTracked(kind: Grain<any, any, any, any>, key: string, message: unknown): Effect.Effect<void, GrainAskError> {
+    return Effect.asVoid(this.deliverAwaiting(kind, key, message, false))
+  }
+
+  private deliverAwaiting(
+    kind: Grain<any, any, any, any>,
+    key: string,
+    message: unknown,
+    asked: boolean
+  ): Effect.Effect<unknown, GrainAskError> {
     return Effect.suspend(() =>
       Either.match(this.kindOf(kind), {
         onLeft: Effect.fail,
         onRight: (registered) =>
           Effect.flatMap(Deferred.make<unknown, GrainAskError>(), (reply) =>
             Effect.zipRight(
-              this.deliver(registered, key, new GrainEnvelope(message, reply, false)),
-              Effect.asVoid(Deferred.await(reply))
+              this.deliver(registered, key, new GrainEnvelope(message, reply, asked)),
+              Deferred.await(reply)
             )
           )
       })

@@ -55,64 +55,57 @@ interface HostedKind extends KindWire {
   readonly maxIdleTime: Duration.Duration | undefined
 }
 
+/** What a send from a client can fail with, besides its timeout and the rpc's own errors. */
+type ClientError =
+  | UnknownGrainKind
+  | InvalidGrainMessage
+  | InvalidGrainReply
+  | MailboxFull
+  | AlreadyProcessingMessage
+  | PersistenceError
+
+/** Checks the message, then sends it with the kind's entity client through `rpc`. */
+const send = <A, E, T>(
+  kind: KindWire,
+  key: string,
+  message: unknown,
+  timeout: Duration.DurationInput,
+  onTimeout: () => T,
+  rpc: (client: any) => Effect.Effect<A, E | MailboxFull | AlreadyProcessingMessage | PersistenceError>
+): Effect.Effect<A, E | T | ClientError, Sharding> =>
+  Effect.zipRight(checkMessage(kind, key, message), guardedSend(kind, key, timeout, onTimeout, rpc))
+
 /** Client side: tell. */
 export const tell = (
   kind: KindWire,
   key: string,
   message: unknown,
   timeout?: Duration.DurationInput
-): Effect.Effect<
-  void,
-  | UnknownGrainKind
-  | InvalidGrainMessage
-  | InvalidGrainReply
-  | GrainSendTimeout
-  | MailboxFull
-  | AlreadyProcessingMessage
-  | PersistenceError,
-  Sharding
-> =>
-  Effect.zipRight(
-    checkMessage(kind, key, message),
-    guardedSend(
-      kind,
-      key,
-      timeout ?? DEFAULT_SEND_TIMEOUT,
-      () => new GrainSendTimeout({ grain: `${kind.name}/${key}`, timeoutMillis: timeoutMillisOf(timeout) }),
-      (client): Effect.Effect<void, MailboxFull | AlreadyProcessingMessage | PersistenceError> =>
-        client.Tell({ message }, { discard: true })
-    )
+): Effect.Effect<void, ClientError | GrainSendTimeout, Sharding> =>
+  send(
+    kind,
+    key,
+    message,
+    timeout ?? DEFAULT_SEND_TIMEOUT,
+    () => new GrainSendTimeout({ grain: `${kind.name}/${key}`, timeoutMillis: timeoutMillisOf(timeout) }),
+    (client): Effect.Effect<void, never> => client.Tell({ message }, { discard: true })
   )
 
 /** Client side: ask; wire failures are mapped by the caller. */
-export const ask = <E>(
+export const ask = <T>(
   kind: KindWire,
   key: string,
   message: unknown,
   timeoutMillis: number,
-  onTimeout: () => E
-): Effect.Effect<
-  unknown,
-  | AskFailure
-  | E
-  | UnknownGrainKind
-  | InvalidGrainMessage
-  | InvalidGrainReply
-  | MailboxFull
-  | AlreadyProcessingMessage
-  | PersistenceError,
-  Sharding
-> =>
-  Effect.zipRight(
-    checkMessage(kind, key, message),
-    guardedSend(
-      kind,
-      key,
-      timeoutMillis,
-      onTimeout,
-      (client): Effect.Effect<unknown, AskFailure | MailboxFull | AlreadyProcessingMessage | PersistenceError> =>
-        client.Ask({ message })
-    )
+  onTimeout: () => T
+): Effect.Effect<unknown, AskFailure | T | ClientError, Sharding> =>
+  send(
+    kind,
+    key,
+    message,
+    timeoutMillis,
+    onTimeout,
+    (client): Effect.Effect<unknown, AskFailure> => client.Ask({ message })
   )
 
 const timeoutMillisOf = (timeout: Duration.DurationInput | undefined): number =>

@@ -55,12 +55,6 @@ export type AskFailure =
   | { readonly _tag: "Undeliverable"; readonly reason: "stopped" | "mailbox-full" }
   | { readonly _tag: "InvalidReply"; readonly issue: string }
 
-/** The rpc tags of a grain entity. */
-export const TELL = "Tell"
-export const ASK = "Ask"
-export const TOUCH = "Touch"
-export const REMIND = "Remind"
-
 /** The entity a grain kind becomes: tell, ask, a no-op touch (it refreshes idle time), and reminder delivery. */
 export const makeEntity = (
   name: string,
@@ -71,13 +65,13 @@ export const makeEntity = (
 ): Entity.Entity<string, any> => {
   const payload = { message }
   return Entity.make(name, [
-    Rpc.make(TELL, { payload }).annotate(ClusterSchema.Persisted, persisted),
-    Rpc.make(ASK, { payload, success: Schema.UndefinedOr(reply), error: askFailure(error) }).annotate(
+    Rpc.make("Tell", { payload }).annotate(ClusterSchema.Persisted, persisted),
+    Rpc.make("Ask", { payload, success: Schema.UndefinedOr(reply), error: askFailure(error) }).annotate(
       ClusterSchema.Persisted,
       persisted
     ),
-    Rpc.make(TOUCH),
-    Rpc.make(REMIND, { payload: ReminderDelivery })
+    Rpc.make("Touch"),
+    Rpc.make("Remind", { payload: ReminderDelivery })
       .annotate(ClusterSchema.Persisted, true)
       .annotate(ClusterSchema.Uninterruptible, true)
   ]) as never
