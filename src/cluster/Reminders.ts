@@ -46,8 +46,8 @@ import {
 import * as ReminderSql from "./internal/reminderSql.js"
 
 /**
- * When a reminder fires: first at `firstDue` (epoch millis) then every `periodMillis`, or on a Quartz cron
- * expression. Build one with `after`, `at` or `cron`; they check their input when the reminder is registered.
+ * When a reminder fires: after a delay or at a time, then every period if one is given, or on a Quartz cron
+ * expression. Build one with `after`, `at` or `cron`; the input is checked when the reminder is registered.
  *
  * @since 0.2.0
  * @category models
