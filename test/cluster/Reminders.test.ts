@@ -1,7 +1,21 @@
+import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Fiber, Layer, Schema, Scope, TestClock } from "effect"
 import { ActorSystem, Grain, Passivation } from "tickwork"
 import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
+import * as ReminderSql from "../../src/cluster/internal/reminderSql.js"
+
+const PG_URL = process.env.TICKWORK_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+const pgStorage = ClusterRunner.postgres({ url: PG_URL, connectTimeout: "2 seconds" })
+
+/** Why PostgreSQL cannot be used here, or undefined when it can. */
+const pgUnavailable: string | undefined = await Effect.runPromise(
+  Layer.build(ClusterRunner.layerStorage(pgStorage)).pipe(
+    Effect.scoped,
+    Effect.match({ onFailure: (error) => error.message, onSuccess: () => undefined })
+  )
+)
+if (pgUnavailable !== undefined) console.log(`Reminders: skipping the PostgreSQL table variant: ${pgUnavailable}`)
 
 /** Commands for the grain under test: register, unregister and list its reminders; `Fired` is what they deliver. */
 const Msg = Schema.Union(
@@ -297,3 +311,66 @@ describe("Reminders", () => {
     }).pipe(Effect.scoped)
   })
 })
+
+/** The reminders table's SQL, on embedded SQLite and on PostgreSQL (a private table per run there). */
+;(
+  [
+    ["sqlite", undefined, ClusterRunner.sqlite(":memory:")],
+    ["pg", pgUnavailable, pgStorage]
+  ] as const
+).forEach(([name, skip, storage]) =>
+  describe.skipIf(skip !== undefined)(
+    skip === undefined ? `reminders table: ${name}` : `reminders table: ${name} (skipped: ${skip})`,
+    () => {
+      it.scoped(
+        "upsert replaces by (kind, key, name); advance and remove respect the generation; BIGINTs read back as numbers",
+        () =>
+          Effect.gen(function* () {
+            const sql = yield* SqlClient.SqlClient
+            const tableName = `tickwork_reminders_test_${Date.now()}_${Math.floor(Math.random() * 1e6)}`
+            yield* Effect.addFinalizer(() => Effect.ignore(sql`DROP TABLE IF EXISTS ${sql(tableName)}`))
+            const table = yield* ReminderSql.make(sql, tableName)
+            const due = 1_700_000_000_000
+            yield* table.upsert("k", "a", {
+              name: "n",
+              generation: "1",
+              message: "{}",
+              nextDue: due,
+              periodMillis: 5_000,
+              cron: undefined,
+              timeZone: undefined
+            })
+            yield* table.upsert("k", "a", {
+              name: "n",
+              generation: "2",
+              message: '{"_tag":"x"}',
+              nextDue: due + 1,
+              periodMillis: undefined,
+              cron: "0 * * * * ?",
+              timeZone: "UTC"
+            })
+            assert.deepStrictEqual(yield* table.get("k", "a", "n"), {
+              name: "n",
+              generation: "2",
+              message: '{"_tag":"x"}',
+              nextDue: due + 1,
+              periodMillis: undefined,
+              cron: "0 * * * * ?",
+              timeZone: "UTC"
+            })
+            yield* table.advance("k", "a", "n", "1", due + 99)
+            assert.strictEqual((yield* table.get("k", "a", "n"))?.nextDue, due + 1)
+            yield* table.advance("k", "a", "n", "2", due + 60_000)
+            assert.deepStrictEqual(
+              (yield* table.list("k", "a")).map((row) => row.nextDue),
+              [due + 60_000]
+            )
+            assert.deepStrictEqual(yield* table.list("k", "b"), [])
+            assert.isFalse(yield* table.remove("k", "a", "n", "1"))
+            assert.isTrue(yield* table.remove("k", "a", "n"))
+            assert.isUndefined(yield* table.get("k", "a", "n"))
+          }).pipe(Effect.provide(ClusterRunner.layerStorage(storage)))
+      )
+    }
+  )
+)
