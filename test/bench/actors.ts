@@ -25,6 +25,7 @@ import * as Scope from "effect/Scope"
 import { Actor, ActorSystem } from "../../src/index.js"
 import {
   fmtBytes,
+  fmtCount,
   fmtInt,
   fmtNum,
   fmtPercent,
@@ -45,7 +46,7 @@ export interface ActorsOptions {
   readonly name: string
   readonly actors: number
   readonly intervalMillis: number
-  /** Length of the measured window. */
+  /** Length of the measured window (rounded to a whole number of intervals). */
   readonly windowMillis: number
   /** Minimum time between the last timer start and the heap reading / window. */
   readonly warmupMillis: number
@@ -258,7 +259,10 @@ export const runDesign = async (
   options: ActorsOptions,
   log: (line: string) => void
 ): Promise<DesignResult> => {
-  const { actors, intervalMillis, windowMillis, warmupMillis, maxWarmupMillis } = options
+  const { actors, intervalMillis, warmupMillis, maxWarmupMillis } = options
+  // A whole number of intervals: timers started together tick in phase, and a window of 1.5 intervals would see one
+  // tick of some actors and two of others.
+  const windowMillis = Math.max(1, Math.round(options.windowMillis / intervalMillis)) * intervalMillis
   const recorder = new TickRecorder(Math.ceil(((actors * windowMillis) / intervalMillis) * 1.5), intervalMillis)
   const h0 = heapAfterGc()
   const t0 = performance.now()
@@ -384,7 +388,7 @@ export const runActors = async (
 }
 
 const sizeLabel = (options: ActorsOptions): string =>
-  `${fmtInt(options.actors / 1000)}k actors × ${options.intervalMillis >= 1000 ? `${options.intervalMillis / 1000} s` : `${options.intervalMillis} ms`}`
+  `${fmtCount(options.actors)} actors × ${options.intervalMillis >= 1000 ? `${options.intervalMillis / 1000} s` : `${options.intervalMillis} ms`}`
 
 /** The issue's actor targets: ≥ 99% of ticks handled, p99 lateness ≤ 20 ms, CPU ≤ 60% of one core. */
 const actorTargets = (options: ActorsOptions, tw: DesignResult, node: DesignResult): Array<TargetRow> => {

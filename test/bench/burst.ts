@@ -17,6 +17,7 @@ import { Actor, type ActorRef, ActorSystem } from "../../src/index.js"
 import {
   blockUntil,
   CompletionRecorder,
+  fmtCount,
   fmtInt,
   fmtNum,
   fmtRate,
@@ -103,15 +104,19 @@ export interface SpreadRun {
   readonly impl: string
   readonly timers: number
   readonly handled: number
-  /** How long before the first due time every timer was scheduled (negative: scheduling overran the lead). */
+  /** How long scheduling every timer took. */
   readonly scheduleMillis: number
+  /** From the start of scheduling to the first due instant. */
   readonly leadMillis: number
+  /** False when scheduling overran the lead (the first timers were then late before they were even scheduled). */
   readonly scheduledInTime: boolean
+  /** True when this is the second try of a size whose first try overran its lead (with a longer lead). */
+  readonly retried: boolean
   /** From the first due time (burst) or from the end of the stall (drain) to the last timer handled. */
   readonly allHandledMillis: number
   readonly latenessMillis: LatenessSummary
   readonly cpuPercent: number
-  /** CPU time per handled timer, from the end of scheduling (drain: of the stall) to the last timer handled. */
+  /** CPU % and time per handled timer, from the first due instant (drain: the end of the stall) to the last handled. */
   readonly cpuMicrosPerTimer: number
 }
 
@@ -151,8 +156,11 @@ const runOnce = async (
   if (options.stallMillis !== undefined) {
     blockUntil(first + windowMillis + options.stallMillis)
     from = performance.now()
+  } else {
+    // A Node timer, ordered before the first due instant: nothing else runs on it.
+    await sleep(first - performance.now() - 1)
   }
-  // Opened after the stall: the busy wait is not charged to the timers.
+  // Opened at the first due instant (drain: after the stall, which is not charged to the timers).
   const window = openCpuWindow()
   await sink.recorder.done(first + windowMillis + (options.stallMillis ?? 0) + options.timeoutMillis)
   const cpu = window.close()
@@ -164,6 +172,7 @@ const runOnce = async (
     scheduleMillis: scheduled - t0,
     leadMillis,
     scheduledInTime: scheduled < first,
+    retried: false,
     allHandledMillis: recorder.lastAt - from,
     latenessMillis: recorder.summary(),
     cpuPercent: cpu.cpuPercent,
@@ -191,7 +200,14 @@ const runSpread = async (
       const rate = warm.timers / Math.max(1, warm.scheduleMillis)
       for (const n of sizes) {
         const lead = 200 + (1.5 * n) / rate
-        const run = await runOnce(entry, n, windowFor(n), lead, options)
+        let run = await runOnce(entry, n, windowFor(n), lead, options)
+        if (!run.scheduledInTime) {
+          // Scheduling cost grows faster than n (gc); one more try, with a lead sized from the one that overran.
+          log(
+            `  ${label} ${run.impl} @ ${fmtInt(n)}: scheduling took ${fmtInt(run.scheduleMillis)} ms, over the lead: again`
+          )
+          run = { ...(await runOnce(entry, n, windowFor(n), 500 + 1.5 * run.scheduleMillis, options)), retried: true }
+        }
         log(
           `  ${label} ${run.impl} @ ${fmtInt(n)}: ${fmtInt(run.handled)} handled in ${fmtNum(run.allHandledMillis)} ms, ` +
             `p99 ${fmtNum(run.latenessMillis.p99)} ms, ${fmtNum(run.cpuMicrosPerTimer, 2)} µs/timer` +
@@ -237,7 +253,7 @@ export const runBurst = async (
     options.timers === options.targetTimers
       ? {}
       : { note: `sized down from ${fmtInt(options.targetTimers)} timers (quick mode)` }
-  const n = `${fmtInt(options.timers / 1000)}k`
+  const n = fmtCount(options.timers)
   return {
     scenario: "burst",
     timers: options.timers,
@@ -283,7 +299,7 @@ const spreadTable = (runs: ReadonlyArray<SpreadRun>, first: string): string =>
       r.impl,
       fmtInt(r.timers),
       fmtInt(r.handled),
-      `${fmtInt(r.scheduleMillis)}${r.scheduledInTime ? "" : "!"}`,
+      `${fmtInt(r.scheduleMillis)}${r.scheduledInTime ? "" : "!"}${r.retried ? " again" : ""}`,
       fmtInt(r.leadMillis),
       fmtInt(r.allHandledMillis),
       ...latenessCells(r.latenessMillis),
@@ -303,7 +319,8 @@ export const formatBurst = (result: BurstResult): string => {
       `p99 lateness ${fmtRatio(tw.latenessMillis.p99, node.latenessMillis.p99)}, ` +
       `CPU per timer ${fmtRatio(tw.cpuMicrosPerTimer, node.cpuMicrosPerTimer)}`,
     "all handled: from the first due instant to the last timer handled (1,000 ms at best). Lateness: handled − due.",
-    "schedule ms: scheduling every timer, which ends before the lead (! = it overran: the first timers were late)."
+    "schedule ms: scheduling every timer, which must end within the lead (! = it overran: the first timers were late;",
+    "a size that overran is run once more with a longer lead, marked 'again'). CPU: from the first due instant on."
   ].join("\n")
 }
 
@@ -343,7 +360,7 @@ export const runDrain = async (
     baselines: { nodeSetTimeout: node },
     targets: [
       {
-        target: `drain ${fmtInt(options.timers / 1000)}k overdue: timers/s ≥ node's`,
+        target: `drain ${fmtCount(options.timers)} overdue: timers/s ≥ node's`,
         measured: `${fmtRate(tw.timersPerSec)}/s`,
         baseline: `node ${fmtRate(node.timersPerSec)}/s`,
         pass: tw.handled === tw.timers && tw.timersPerSec >= node.timersPerSec,

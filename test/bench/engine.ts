@@ -13,7 +13,17 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 import { Actor, ActorSystem, type Scheduler } from "../../src/index.js"
 // The one internal import of the bench: the raw data structure's row.
 import { HeapEntry, TimerHeap } from "../../src/internal/timerHeap.js"
-import { fmtBytes, fmtInt, fmtRate, heapAfterGc, median, randomDelay, type TargetRow, table } from "./stats.js"
+import {
+  fmtBytes,
+  fmtCount,
+  fmtInt,
+  fmtRate,
+  heapAfterGc,
+  median,
+  randomDelay,
+  type TargetRow,
+  table
+} from "./stats.js"
 
 export interface EngineOptions {
   /** Pending-timer counts; bytes per timer are reported for each. */
@@ -264,7 +274,7 @@ export const engineTargets = (result: EngineResult): Array<TargetRow> => {
     },
     {
       target: "engine: schedule+cancel/s ≥ node (each size)",
-      measured: pairs.map((p) => `${fmtRate(p.tw)}@${fmtInt(p.n / 1000)}k`).join(" "),
+      measured: pairs.map((p) => `${fmtRate(p.tw)}@${fmtCount(p.n)}`).join(" "),
       baseline: pairs.map((p) => fmtRate(p.node)).join(" "),
       pass: pairs.length === 0 ? undefined : pairs.every((p) => p.tw >= p.node)
     }

@@ -104,10 +104,10 @@ const scenarios: ReadonlyArray<Scenario> = [
       const result = await runActors(
         {
           name: "actors-100k",
-          actors: quick ? 20_000 : 100_000,
+          actors: quick ? 10_000 : 100_000,
           targetActors: 100_000,
           intervalMillis: 1_000,
-          windowMillis: quick ? 1_500 : 10_000,
+          windowMillis: quick ? 2_000 : 10_000,
           warmupMillis: quick ? 1_000 : 2_000,
           maxWarmupMillis: quick ? 1_500 : 20_000
         },

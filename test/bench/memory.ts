@@ -10,14 +10,18 @@
  *   the heap, so that shape is measured at 100k and multiplied, which the output says).
  * - Node baseline for 1M pending timers: 1M `setTimeout`s.
  */
+
+import * as v8 from "node:v8"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import { Actor, ActorSystem, Entity, Grain, Grains, Passivation } from "../../src/index.js"
-import { fmtBytes, fmtInt, fmtRatio, heapAfterGc, sleep, type TargetRow, table } from "./stats.js"
+import { fmtBytes, fmtCount, fmtInt, fmtRatio, heapAfterGc, sleep, type TargetRow, table } from "./stats.js"
 
 export interface MemoryOptions {
   /** Idle actor counts. */
@@ -45,6 +49,9 @@ export interface HeldRow {
   readonly armed: number
   /** False when not every timer was in place (the row then says how many were). */
   readonly complete: boolean
+  /** Error-level logs of the runtime under test (counted, not printed), and the first one. */
+  readonly errorLogs: number
+  readonly firstError: string | undefined
 }
 
 export interface MemoryResult {
@@ -64,6 +71,22 @@ interface Held {
   readonly armed: () => Promise<number>
   readonly stop: () => Promise<void>
 }
+
+/** Error logs of one set-up: counted, and the first one kept, instead of a stack trace printed per failure. */
+interface ErrorLogs {
+  count: number
+  first: string | undefined
+}
+
+const countErrors = (logs: ErrorLogs): Layer.Layer<never> =>
+  Logger.replace(
+    Logger.defaultLogger,
+    Logger.make(({ logLevel, message, cause }) => {
+      if (logLevel._tag !== "Error" && logLevel._tag !== "Fatal") return
+      logs.count++
+      logs.first ??= `${String(message)}: ${Cause.pretty(cause).split("\n")[0]}`
+    })
+  )
 
 /** Waits until `expected` timers are in place, or no more came in for `stallMillis`, or the timeout. */
 const settle = async (held: Held, expected: number, timeoutMillis: number, stallMillis = 1_000): Promise<number> => {
@@ -87,13 +110,14 @@ const measure = async (
   design: string,
   owners: number,
   perOwner: number,
-  make: () => Promise<Held>,
+  make: (logs: Layer.Layer<never>) => Promise<Held>,
   timeoutMillis: number,
   log: (line: string) => void
 ): Promise<HeldRow> => {
   const h0 = heapAfterGc()
   const t0 = performance.now()
-  const held = await make()
+  const logs: ErrorLogs = { count: 0, first: undefined }
+  const held = await make(countErrors(logs))
   const timers = owners * perOwner
   const armed = await settle(held, timers, timeoutMillis)
   const complete = armed >= timers
@@ -112,35 +136,41 @@ const measure = async (
     bytesPerTimer: heapBytes / Math.max(1, armed),
     startSeconds,
     armed,
-    complete
+    complete,
+    errorLogs: logs.count,
+    firstError: logs.first
   }
   log(
     `  ${what}, ${design}: ${fmtInt(owners)} × ${fmtInt(perOwner)}: ${fmtBytes(heapBytes)} ` +
-      `(${fmtBytes(row.bytesPerOwner)} each)${complete ? "" : `, only ${fmtInt(armed)} timers in place`}`
+      `(${fmtBytes(row.bytesPerOwner)} each)${complete ? "" : `, only ${fmtInt(armed)} timers in place`}` +
+      (logs.count === 0 ? "" : `, ${fmtInt(logs.count)} error logs (first: ${logs.first})`)
   )
   return row
 }
 
 // ---------------------------------------------------------------- idle actors holding one timer
 
-const tickworkIdle = (n: number) => async (): Promise<Held> => {
-  const Idle = Actor.make<"arm" | "tick">()({
-    receive: (msg, ctx) => (msg === "arm" ? Effect.orDie(ctx.timers.startSingleTimer("t", "tick", HOUR)) : Effect.void)
-  })
-  const runtime = ManagedRuntime.make(ActorSystem.layer({ name: "bench-idle" }))
-  const system = await runtime.runPromise(ActorSystem.ActorSystem)
-  await runtime.runPromise(
-    Effect.forEach(
-      Array.from({ length: n }, (_, i) => i),
-      (i) => Effect.flatMap(system.spawn(Idle, `idle-${i}`), (ref) => ref.tell("arm")),
-      { discard: true }
+const tickworkIdle =
+  (n: number) =>
+  async (logs: Layer.Layer<never>): Promise<Held> => {
+    const Idle = Actor.make<"arm" | "tick">()({
+      receive: (msg, ctx) =>
+        msg === "arm" ? Effect.orDie(ctx.timers.startSingleTimer("t", "tick", HOUR)) : Effect.void
+    })
+    const runtime = ManagedRuntime.make(Layer.provide(ActorSystem.layer({ name: "bench-idle" }), logs))
+    const system = await runtime.runPromise(ActorSystem.ActorSystem)
+    await runtime.runPromise(
+      Effect.forEach(
+        Array.from({ length: n }, (_, i) => i),
+        (i) => Effect.flatMap(system.spawn(Idle, `idle-${i}`), (ref) => ref.tell("arm")),
+        { discard: true }
+      )
     )
-  )
-  return {
-    armed: () => runtime.runPromise(Effect.map(system.stats, (stats) => stats.timers)),
-    stop: () => runtime.dispose()
+    return {
+      armed: () => runtime.runPromise(Effect.map(system.stats, (stats) => stats.timers)),
+      stop: () => runtime.dispose()
+    }
   }
-}
 
 const naiveIdle = (n: number) => async (): Promise<Held> => {
   const scope = Effect.runSync(Scope.make())
@@ -178,67 +208,71 @@ const nodeIdle = (n: number) => async (): Promise<Held> => {
 
 // ---------------------------------------------------------------- grain and entity timers
 
-const grainTimers = (owners: number, perOwner: number) => async (): Promise<Held> => {
-  let armed = 0
-  // About one activation in 2,000 fails when many activate at once ("preStart failed", a TypeError on `cell.host` in
-  // src/internal/grain.ts: the activation reads its cell before the spawn has set it). The row then counts the
-  // timers in place and says so.
-  const Holder = Grain.make<"wake" | "tick">()({
-    name: "holder",
-    onReceive: (ctx) =>
-      ctx.message === "wake"
-        ? Effect.gen(function* () {
-            for (let i = 0; i < perOwner; i++) yield* ctx.scheduleOnce("tick", HOUR)
-            armed++
-          }).pipe(Effect.orDie)
-        : Effect.void,
-    passivation: Passivation.never
-  })
-  const runtime = ManagedRuntime.make(
-    Grains.layer([Holder]).pipe(Layer.provideMerge(ActorSystem.layer({ name: "bench-grains" })))
-  )
-  await runtime.runPromise(
-    Effect.forEach(
-      Array.from({ length: owners }, (_, i) => i),
-      (i) => Grains.tell(Holder, `g${i}`, "wake"),
-      { discard: true }
+const grainTimers =
+  (owners: number, perOwner: number) =>
+  async (logs: Layer.Layer<never>): Promise<Held> => {
+    let armed = 0
+    // About one activation in 2,000 failed when many activate at once ("preStart failed", a TypeError on `cell.host` in
+    // src/internal/grain.ts: the activation reads its cell before the spawn has set it). The row then counts the
+    // timers in place, and the error logs, and says so.
+    const Holder = Grain.make<"wake" | "tick">()({
+      name: "holder",
+      onReceive: (ctx) =>
+        ctx.message === "wake"
+          ? Effect.gen(function* () {
+              for (let i = 0; i < perOwner; i++) yield* ctx.scheduleOnce("tick", HOUR)
+              armed++
+            }).pipe(Effect.orDie)
+          : Effect.void,
+      passivation: Passivation.never
+    })
+    const runtime = ManagedRuntime.make(
+      Grains.layer([Holder]).pipe(Layer.provideMerge(ActorSystem.layer({ name: "bench-grains" })), Layer.provide(logs))
     )
-  )
-  return { armed: async () => armed * perOwner, stop: () => runtime.dispose() }
-}
+    await runtime.runPromise(
+      Effect.forEach(
+        Array.from({ length: owners }, (_, i) => i),
+        (i) => Grains.tell(Holder, `g${i}`, "wake"),
+        { discard: true }
+      )
+    )
+    return { armed: async () => armed * perOwner, stop: () => runtime.dispose() }
+  }
 
-const entityTimers = (owners: number, perOwner: number) => async (): Promise<Held> => {
-  type Cmd = { readonly _tag: "Wake" } | { readonly _tag: "Tick" }
-  const Holder = Entity.make<number, Cmd>()({
-    name: "Holder",
-    initialize: (_id, ctx) =>
-      Effect.gen(function* () {
-        for (let i = 0; i < perOwner; i++) yield* ctx.startPeriodicTimer(HOUR, { _tag: "Tick" })
-        return 0
-      }).pipe(Effect.orDie),
-    commands: {
-      Wake: (_cmd, model) => Effect.succeed(model),
-      Tick: (_cmd, model) => Effect.succeed(model + 1)
-    }
-  })
-  const runtime = ManagedRuntime.make(ActorSystem.layer({ name: "bench-entities" }))
-  const scope = await runtime.runPromise(Scope.make())
-  const registry = await runtime.runPromise(Scope.extend(Entity.makeRegistry(Holder), scope))
-  await runtime.runPromise(
-    Effect.forEach(
-      Array.from({ length: owners }, (_, i) => i),
-      (i) => registry.tell(`e${i}`, { _tag: "Wake" }),
-      { discard: true }
+const entityTimers =
+  (owners: number, perOwner: number) =>
+  async (logs: Layer.Layer<never>): Promise<Held> => {
+    type Cmd = { readonly _tag: "Wake" } | { readonly _tag: "Tick" }
+    const Holder = Entity.make<number, Cmd>()({
+      name: "Holder",
+      initialize: (_id, ctx) =>
+        Effect.gen(function* () {
+          for (let i = 0; i < perOwner; i++) yield* ctx.startPeriodicTimer(HOUR, { _tag: "Tick" })
+          return 0
+        }).pipe(Effect.orDie),
+      commands: {
+        Wake: (_cmd, model) => Effect.succeed(model),
+        Tick: (_cmd, model) => Effect.succeed(model + 1)
+      }
+    })
+    const runtime = ManagedRuntime.make(Layer.provide(ActorSystem.layer({ name: "bench-entities" }), logs))
+    const scope = await runtime.runPromise(Scope.make())
+    const registry = await runtime.runPromise(Scope.extend(Entity.makeRegistry(Holder), scope))
+    await runtime.runPromise(
+      Effect.forEach(
+        Array.from({ length: owners }, (_, i) => i),
+        (i) => registry.tell(`e${i}`, { _tag: "Wake" }),
+        { discard: true }
+      )
     )
-  )
-  return {
-    armed: () => runtime.runPromise(Effect.map(registry.stats, (stats) => stats.timers)),
-    stop: async () => {
-      await runtime.runPromise(Scope.close(scope, Exit.void))
-      await runtime.dispose()
+    return {
+      armed: () => runtime.runPromise(Effect.map(registry.stats, (stats) => stats.timers)),
+      stop: async () => {
+        await runtime.runPromise(Scope.close(scope, Exit.void))
+        await runtime.dispose()
+      }
     }
   }
-}
 
 const nodeTimers = (n: number) => async (): Promise<Held> => {
   const handles: Array<NodeJS.Timeout> = new Array(n)
@@ -314,23 +348,31 @@ export const runMemory = async (options: MemoryOptions, log: (line: string) => v
     )
   }
   const singleGrain = find(SINGLE, "tickwork grains")
+  const heapLimit = v8.getHeapStatistics().heap_size_limit
+  const needed = Math.max(toMillion(singleGrain), toMillion(find(SINGLE, "tickwork entities")))
   notes.push(
     `1 timer per activation measured at ${fmtInt(single)} activations, not 1M: 1M activations would need ` +
-      `~${fmtBytes(toMillion(singleGrain))} of heap (grains; measured per activation × 1M), too heavy for this ` +
-      `bench; the 1M figures of that shape are ×${fmtInt(1_000_000 / single)}.`
+      `~${fmtBytes(needed)} of heap (measured per activation × 1M), ` +
+      (needed > heapLimit / 2
+        ? `more than half of V8's ${fmtBytes(heapLimit)} heap limit`
+        : "and minutes to activate") +
+      `; the 1M figures of that shape are ×${fmtInt(1_000_000 / single)}.`
   )
 
   /** A row the targets can use: (nearly) every timer in place; the figures divide by the timers that were. */
   const usable = (row: HeldRow | undefined): row is HeldRow => row !== undefined && row.armed >= 0.99 * row.timers
   const partial = (row: HeldRow | undefined) =>
     row === undefined || row.complete ? [] : [`${fmtInt(row.armed)} of ${fmtInt(row.timers)} in place`]
+  for (const r of rows.filter((r) => r.errorLogs > 0)) {
+    notes.push(`${r.what}, ${r.design}: ${fmtInt(r.errorLogs)} error logs, the first: ${r.firstError}`)
+  }
   const targets: Array<TargetRow> = []
   for (const n of options.idleActors) {
     const tw = find(IDLE, "tickwork", n)
     const naive = find(IDLE, "naive Effect (fiber + Queue)", n)
     const node = find(IDLE, "node setTimeout", n)
     targets.push({
-      target: `memory: idle actor + 1 timer ≤ 2 KB (${fmtInt(n / 1000)}k)`,
+      target: `memory: idle actor + 1 timer ≤ 2 KB (${fmtCount(n)})`,
       measured: fmtBytes(tw?.bytesPerOwner ?? Number.NaN),
       baseline: `naive ${fmtBytes(naive?.bytesPerOwner ?? Number.NaN)}, node ${fmtBytes(node?.bytesPerOwner ?? Number.NaN)}`,
       pass: usable(tw) ? tw.bytesPerOwner <= 2048 : undefined,

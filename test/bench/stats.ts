@@ -268,6 +268,10 @@ export const randomDelay = (min: number, max: number): number => min + Math.floo
 
 export const fmtInt = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "-")
 
+/** A size in short form: 1M, 100k, 10k. */
+export const fmtCount = (n: number): string =>
+  n >= 1e6 && n % 1e6 === 0 ? `${n / 1e6}M` : n >= 1e3 && n % 1e3 === 0 ? `${n / 1e3}k` : fmtInt(n)
+
 export const fmtNum = (n: number, digits = 1): string => (Number.isFinite(n) ? n.toFixed(digits) : "-")
 
 /** Ops per second in a compact form: 1.23M, 456k. */
@@ -284,7 +288,7 @@ export const fmtPercent = (ratio: number, digits = 1): string =>
 export const fmtBytes = (n: number): string => {
   if (!Number.isFinite(n)) return "-"
   const abs = Math.abs(n)
-  if (abs >= 10 * 1024 ** 3) return `${(n / 1024 ** 3).toFixed(1)} GB`
+  if (abs >= 1024 ** 3) return `${(n / 1024 ** 3).toFixed(2)} GB`
   if (abs >= 10 * 1024 ** 2) return `${(n / 1024 ** 2).toFixed(1)} MB`
   if (abs >= 10_240) return `${(n / 1024).toFixed(1)} KB`
   return `${n.toFixed(0)} B`
