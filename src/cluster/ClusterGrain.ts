@@ -17,7 +17,6 @@
  *
  * @since 0.2.0
  */
-import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect/cluster/ClusterError"
 import type * as Entity from "@effect/cluster/Entity"
 import type { Sharding } from "@effect/cluster/Sharding"
 import * as Duration from "effect/Duration"
@@ -266,13 +265,7 @@ export type GrainSendTimeout = internal.GrainSendTimeout
  * @since 0.2.0
  * @category errors
  */
-export type SendError =
-  | UnknownGrainKind
-  | InvalidGrainMessage
-  | InvalidGrainReply
-  | MailboxFull
-  | AlreadyProcessingMessage
-  | PersistenceError
+export type SendError = host.ClientError
 
 /**
  * Why an ask to a cluster grain failed: a send error, the ask timeout, or what the grain runtime reports (as in a

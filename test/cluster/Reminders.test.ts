@@ -108,6 +108,16 @@ const ask = (kind: ClusterGrain.ClusterGrain<Msg, string, any, any>, message: Ms
 
 const fired = (events: ReadonlyArray<string>) => events.filter((e) => e.includes("@"))
 
+/** The clock times at which reminders were delivered. */
+const firedTimes = (events: ReadonlyArray<string>) => fired(events).map((e) => Number(e.split(/[@#]/)[1]))
+
+/** Each time is at or after its due time and late by at most the storage poll interval (1 s). */
+const assertOnTime = (times: ReadonlyArray<number>, dueOf: (i: number) => number) =>
+  times.forEach((t, i) => {
+    assert.isAtLeast(t, dueOf(i))
+    assert.isAtMost(t, dueOf(i) + 1_000)
+  })
+
 describe("Reminders", () => {
   it.effect("a reminder reactivates a passivated grain", () => {
     const { events, kind } = makeSubject()
@@ -135,13 +145,9 @@ describe("Reminders", () => {
       yield* TestClock.adjust(1)
       yield* ask(kind, { _tag: "After", name: "beat", label: "beat", delay: 15_000, period: 15_000 })
       yield* advance(62_000)
-      const times = fired(events).map((e) => Number(e.split(/[@#]/)[1]))
+      const times = firedTimes(events)
       assert.strictEqual(times.length, 4)
-      times.forEach((t, i) => {
-        const due = 1 + 15_000 * (i + 1)
-        assert.isAtLeast(t, due)
-        assert.isAtMost(t, due + 1_000)
-      })
+      assertOnTime(times, (i) => 1 + 15_000 * (i + 1))
       assert.strictEqual(yield* ask(kind, { _tag: "List" }), `beat:${1 + 15_000 * 5}`)
     }).pipe(Effect.provide(runner(kind)))
   })
@@ -213,12 +219,9 @@ describe("Reminders", () => {
       yield* TestClock.adjust(1)
       assert.strictEqual(yield* ask(kind, { _tag: "Cron", name: "c", label: "c", expression: "*/20 * * * * ?" }), "ok")
       yield* advance(61_000)
-      const times = fired(events).map((e) => Number(e.split(/[@#]/)[1]))
+      const times = firedTimes(events)
       assert.strictEqual(times.length, 3)
-      times.forEach((t, i) => {
-        assert.isAtLeast(t, 20_000 * (i + 1))
-        assert.isAtMost(t, 20_000 * (i + 1) + 1_000)
-      })
+      assertOnTime(times, (i) => 20_000 * (i + 1))
     }).pipe(Effect.provide(runner(kind)))
   })
 
@@ -294,31 +297,24 @@ describe("Reminders", () => {
       assert.strictEqual(fired(events).length, 1)
       const second = yield* start
       yield* advance(4_000)
-      const times = () => fired(events).map((e) => Number(e.split(/[@#]/)[1]))
+      const times = () => firedTimes(events)
       // Once on recovery, not once per missed occurrence.
       assert.strictEqual(times().length, 2)
       assert.isAbove(times()[1]!, grid(5))
       yield* advance(20_000)
       // Then on the grid again: 65 001 and 75 001 (each within the 1 s poll interval).
       assert.strictEqual(times().length, 4)
-      times()
-        .slice(2)
-        .forEach((t, i) => {
-          assert.isAtLeast(t, grid(6 + i))
-          assert.isAtMost(t, grid(6 + i) + 1_000)
-        })
+      assertOnTime(times().slice(2), (i) => grid(6 + i))
       yield* Scope.close(second.scope, Exit.void)
     }).pipe(Effect.scoped)
   })
 })
 
 /** The reminders table's SQL, on embedded SQLite and on PostgreSQL (a private table per run there). */
-;(
-  [
-    ["sqlite", undefined, ClusterRunner.sqlite(":memory:")],
-    ["pg", pgUnavailable, pgStorage]
-  ] as const
-).forEach(([name, skip, storage]) =>
+for (const [name, skip, storage] of [
+  ["sqlite", undefined, ClusterRunner.sqlite(":memory:")],
+  ["pg", pgUnavailable, pgStorage]
+] as const) {
   describe.skipIf(skip !== undefined)(
     skip === undefined ? `reminders table: ${name}` : `reminders table: ${name} (skipped: ${skip})`,
     () => {
@@ -373,4 +369,4 @@ describe("Reminders", () => {
       )
     }
   )
-)
+}

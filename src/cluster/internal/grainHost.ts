@@ -56,7 +56,7 @@ interface HostedKind extends KindWire {
 }
 
 /** What a send from a client can fail with, besides its timeout and the rpc's own errors. */
-type ClientError =
+export type ClientError =
   | UnknownGrainKind
   | InvalidGrainMessage
   | InvalidGrainReply
