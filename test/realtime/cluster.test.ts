@@ -108,4 +108,67 @@ describe("cluster on three runner processes (real clock)", () => {
       remove()
     }
   }, 45_000)
+
+  it("a reminder registered before a full restart of all runners fires once after it", async () => {
+    const { dir, remove } = tempDir("cluster-reminder")
+    const db = path.join(dir, "cluster.db")
+    const script = path.join(here, "cluster/reminder-runner.ts")
+    const everyone: Array<RunnerProcess> = []
+    const fired = () =>
+      everyone.flatMap((runner) =>
+        runner
+          .output()
+          .split("\n")
+          .filter((line) => line.startsWith("fired "))
+          .map((line) => ({ runner: runner.name, key: line.split(" ")[1], at: Number(line.split(" ")[2]) }))
+      )
+    try {
+      const ports = [await freePort(), await freePort(), await freePort()]
+      // Before: three runners; the first registers the reminder, due in 6 s.
+      const before = [startRunner(script, "before-1", ports[0]!, { DB: db, REGISTER: "6000" })]
+      everyone.push(before[0]!)
+      await waitForLine(before[0]!, "ready", 15_000)
+      before.push(startRunner(script, "before-2", ports[1]!, { DB: db }))
+      before.push(startRunner(script, "before-3", ports[2]!, { DB: db }))
+      everyone.push(before[1]!, before[2]!)
+      await Promise.all(before.slice(1).map((runner) => waitForLine(runner, "ready", 15_000)))
+      await waitUntil(
+        () => before[0]!.output().includes("registered "),
+        10_000,
+        () => `no registration: ${before[0]!.output()}`
+      )
+      const due = Number(/registered (\d+)/.exec(before[0]!.output())![1])
+      // The whole cluster goes down before the reminder is due.
+      const stopped = await stopAll(before, 6_000)
+      const downAt = Date.now()
+      assert.isBelow(downAt, due, "the runners took too long to stop: the reminder came due before the restart")
+      assert.deepStrictEqual(fired(), [])
+
+      // After: three new runner processes on the same storage.
+      const after = ports.map((port, i) => startRunner(script, `after-${i + 1}`, port, { DB: db }))
+      everyone.push(...after)
+      await Promise.all(after.map((runner) => waitForLine(runner, "ready", 15_000)))
+      const upAt = Date.now()
+      await waitUntil(
+        () => fired().length > 0,
+        15_000,
+        () => `the reminder did not fire after the restart:\n${after.map((runner) => runner.output()).join("\n")}`
+      )
+      // Give a duplicate the chance to show up.
+      await sleep(2_000)
+      const fires = fired()
+      assert.strictEqual(fires.length, 1, JSON.stringify(fires))
+      assert.strictEqual(fires[0]!.key, "alarm-1")
+      assert.isTrue(fires[0]!.runner.startsWith("after-"))
+      assert.isAtLeast(fires[0]!.at, due)
+      console.log(
+        `reminder across a full restart: down ${due - downAt} ms before due (stop: ${stopped.join(", ")}), ` +
+          `up ${upAt - due} ms after due, fired ${fires[0]!.at - due} ms after due on ${fires[0]!.runner}`
+      )
+    } finally {
+      const ends = await stopAll(everyone, 6_000)
+      console.log(`runner shutdown: ${ends.join(", ")}`)
+      remove()
+    }
+  }, 45_000)
 })
