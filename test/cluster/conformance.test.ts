@@ -8,7 +8,8 @@ import { Rpc } from "@effect/rpc"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Context, DateTime, Effect, Exit, Fiber, Layer, PrimaryKey, Schema, Scope, TestClock } from "effect"
-import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
+import { ActorSystem, Grain } from "tickwork"
+import { ClusterGrain, ClusterRunner, ClusterScheduler, Reminders } from "tickwork/cluster"
 
 const PG_URL = process.env.TICKWORK_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const pgStorage = ClusterRunner.postgres({ url: PG_URL, connectTimeout: "2 seconds" })
@@ -69,6 +70,18 @@ class Due extends Schema.Class<Due>("conformance/Due")({ id: Schema.String, at: 
     return DateTime.unsafeMake(this.at)
   }
 }
+
+/** A grain that records when its reminder reaches it. */
+const woken: Array<[string, number]> = []
+const AlarmMsg = Schema.TaggedStruct("Wake", {})
+const AlarmGrain = ClusterGrain.make(
+  Grain.make<typeof AlarmMsg.Type>()({
+    name: "conformance-alarm",
+    onReceive: (ctx) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => woken.push([ctx.identity.key, now])))
+  }),
+  { message: AlarmMsg }
+)
 
 const Probe = Entity.make("ConformanceProbe", [
   Rpc.make("due", { payload: Due }).annotate(ClusterSchema.Persisted, true)
@@ -236,6 +249,47 @@ for (const backend of backends) {
             assert.strictEqual(received.length, 2)
             yield* Scope.close(second.scope, Exit.void)
           })
+      )
+
+      it.scoped("reminders: a registered reminder survives its runner and fires once, on time, on the next", () =>
+        Effect.gen(function* () {
+          const { startRunner } = yield* setup
+          woken.length = 0
+          const first = yield* startRunner(1)
+          const prefix = (yield* ClusterRunner.Tables.pipe(Effect.provide(first.context))).prefix
+          const withGrains = (runner: Effect.Effect.Success<ReturnType<typeof startRunner>>) =>
+            Layer.buildWithScope(
+              ClusterGrain.layer([AlarmGrain]).pipe(
+                Layer.provideMerge(Reminders.layer({ table: `${prefix}_reminders` })),
+                Layer.provideMerge(ActorSystem.layer({ name: `runner-${runner.port}` }))
+              ),
+              runner.scope
+            ).pipe(Effect.provide(runner.context))
+          const grains = yield* withGrains(first)
+          const info = yield* Effect.fork(
+            Reminders.registerFor(AlarmGrain, "a-1", "wake", { _tag: "Wake" }, Reminders.after("20 seconds")).pipe(
+              Effect.provide(grains)
+            )
+          )
+          yield* advance(2)
+          assert.strictEqual((yield* Fiber.join(info)).nextDue, 20_000)
+          yield* Scope.close(first.scope, Exit.void)
+          yield* advance(3)
+          const second = yield* startRunner(2)
+          yield* withGrains(second)
+          yield* advance(14)
+          assert.deepStrictEqual(woken, [])
+          yield* advance(3)
+          assert.deepStrictEqual(
+            woken.map(([key]) => key),
+            ["a-1"]
+          )
+          assert.isAtLeast(woken[0]![1], 20_000)
+          assert.isAtMost(woken[0]![1], 21_000)
+          yield* advance(5)
+          assert.strictEqual(woken.length, 1)
+          yield* Scope.close(second.scope, Exit.void)
+        })
       )
     }
   )
