@@ -1,17 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, DateTime, Effect, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
+import { DateTime, Effect, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
 import { GrainTimers } from "tickwork"
 import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
 import { captureLogs } from "../utils.js"
-
-const iso = (millis: number) => DateTime.formatIso(DateTime.unsafeMake(millis))
-
-/** Moves the test clock one second at a time, so every storage poll on the way runs. */
-const advance = (seconds: number) =>
-  Effect.gen(function* () {
-    for (let i = 0; i < seconds; i++) yield* TestClock.adjust("1 second")
-  })
+import { advance, historyOf, iso, startRunner } from "./conformance-helpers.js"
 
 /** The instants `scheduleWithCron` ran, as ISO strings, and an `execute` that records them. */
 const recorder = () => {
@@ -27,21 +20,6 @@ const recorder = () => {
       })
   }
 }
-
-/** A runner without sockets over `storage`, in a scope of its own (close it to take the runner away). */
-const startRunner = (storage: Context.Context<SqlClient.SqlClient>, port: number) =>
-  Effect.gen(function* () {
-    const scope = yield* Scope.make()
-    const context = yield* Layer.buildWithScope(ClusterRunner.layerTestRunner({ port }), scope).pipe(
-      Effect.provide(storage)
-    )
-    return { port, scope, context: Context.merge(storage, context) }
-  })
-
-const historyOf = (reference: string) =>
-  Effect.map(ClusterScheduler.history(reference, { limit: 1000 }), (entries) =>
-    entries.map((entry) => DateTime.formatIso(entry.instant))
-  )
 
 describe("ClusterScheduler.scheduleWithCron", () => {
   it.scoped("fires once per instant, each at most one poll interval late, and records each in storage", () =>
@@ -351,31 +329,6 @@ describe("ClusterScheduler on several runners (one process, TestClock)", () => {
     const storage = yield* Layer.build(ClusterRunner.layerStorage(ClusterRunner.sqlite(":memory:")))
     return yield* Effect.forEach([1, 2, 3], (port) => startRunner(storage, port))
   })
-
-  it.scoped("every instant runs once, on some runner, while runners leave one after another", () =>
-    Effect.gen(function* () {
-      const runners = yield* threeRunners
-      const ran: Array<[string, number]> = []
-      for (const runner of runners) {
-        yield* ClusterScheduler.scheduleWithCron(
-          "*/5 * * * * ?",
-          (fire) => Effect.sync(() => ran.push([DateTime.formatIso(fire.instant), runner.port])),
-          ClusterScheduler.withTimerReference("shared")
-        ).pipe(Effect.provide(runner.context), Scope.extend(runner.scope))
-      }
-      yield* advance(22)
-      yield* Scope.close(runners[0]!.scope, Exit.void)
-      yield* advance(20)
-      yield* Scope.close(runners[1]!.scope, Exit.void)
-      yield* advance(20)
-      const instants = ran.map(([instant]) => instant)
-      const expected = Array.from({ length: 12 }, (_, i) => iso((i + 1) * 5000))
-      assert.deepStrictEqual(instants, expected)
-      assert.deepStrictEqual(yield* historyOf("shared").pipe(Effect.provide(runners[2]!.context)), expected)
-      // After the first two left, only the third ran instants.
-      assert.isTrue(ran.filter(([instant]) => instant > iso(45_000)).every(([, port]) => port === 3))
-    })
-  )
 
   it.scoped("a runner that leaves in the middle of execute: the instant runs again elsewhere, committed once", () =>
     Effect.gen(function* () {

@@ -7,9 +7,10 @@ import { ClusterSchema, DeliverAt, Entity } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Context, DateTime, Effect, Exit, Fiber, Layer, PrimaryKey, Schema, Scope, TestClock } from "effect"
+import { Clock, Context, DateTime, Effect, Exit, Fiber, Layer, PrimaryKey, Schema, Scope } from "effect"
 import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, ClusterScheduler, Reminders } from "tickwork/cluster"
+import { advance, historyOf, iso, startRunner as startTestRunner, type TestRunner } from "./conformance-helpers.js"
 
 const PG_URL = process.env.TICKWORK_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const pgStorage = ClusterRunner.postgres({ url: PG_URL, connectTimeout: "2 seconds" })
@@ -54,13 +55,6 @@ const backends: ReadonlyArray<Backend> = [
 let tests = 0
 const freshPrefix = () => `t${process.pid}_${Date.now().toString(36)}_${++tests}`
 
-const iso = (millis: number) => DateTime.formatIso(DateTime.unsafeMake(millis))
-
-const advance = (seconds: number) =>
-  Effect.gen(function* () {
-    for (let i = 0; i < seconds; i++) yield* TestClock.adjust("1 second")
-  })
-
 /** A message delivered at `at`, stored once per `id`. */
 class Due extends Schema.Class<Due>("conformance/Due")({ id: Schema.String, at: Schema.Number }) {
   [PrimaryKey.symbol](): string {
@@ -96,22 +90,9 @@ for (const backend of backends) {
         const prefix = freshPrefix()
         const storage = yield* Layer.build(ClusterRunner.layerStorage(backend.storage))
         yield* Effect.addFinalizer(() => Effect.orDie(backend.cleanup(prefix)).pipe(Effect.provide(storage)))
-        const startRunner = (port: number) =>
-          Effect.gen(function* () {
-            const scope = yield* Scope.make()
-            const context = yield* Layer.buildWithScope(
-              ClusterRunner.layerTestRunner({ port, tablePrefix: prefix }),
-              scope
-            ).pipe(Effect.provide(storage))
-            return { port, scope, context: Context.merge(storage, context) }
-          })
+        const startRunner = (port: number) => startTestRunner(storage, port, { tablePrefix: prefix })
         return { storage, startRunner }
       })
-
-      const historyOf = (reference: string) =>
-        Effect.map(ClusterScheduler.history(reference, { limit: 1000 }), (entries) =>
-          entries.map((entry) => DateTime.formatIso(entry.instant))
-        )
 
       it.scoped("cron: once per instant, recorded in storage", () =>
         Effect.gen(function* () {
@@ -197,7 +178,7 @@ for (const backend of backends) {
           Effect.gen(function* () {
             const { startRunner } = yield* setup
             const received: Array<[string, number]> = []
-            const register = (runner: Effect.Effect.Success<ReturnType<typeof startRunner>>) =>
+            const register = (runner: TestRunner) =>
               Layer.buildWithScope(
                 Probe.toLayer({
                   due: (request) =>
@@ -257,7 +238,7 @@ for (const backend of backends) {
           woken.length = 0
           const first = yield* startRunner(1)
           const prefix = (yield* ClusterRunner.Tables.pipe(Effect.provide(first.context))).prefix
-          const withGrains = (runner: Effect.Effect.Success<ReturnType<typeof startRunner>>) =>
+          const withGrains = (runner: TestRunner) =>
             Layer.buildWithScope(
               ClusterGrain.layer([AlarmGrain]).pipe(
                 Layer.provideMerge(Reminders.layer({ table: `${prefix}_reminders` })),
