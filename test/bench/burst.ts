@@ -181,9 +181,12 @@ const runOnce = async (
 }
 
 /**
- * Runs each implementation at each size: warm-up rounds of 10k timers first (JIT, and the scheduling rate the lead
- * is sized from), then the measured round.
+ * The time given to schedule n timers before the first is due: 2.5 µs per timer (both implementations schedule 1M
+ * in 0.7-1.7 s on the 2-core machine the bench was written on). A run that overruns it is run again with more.
  */
+const leadFor = (n: number): number => 300 + n * 0.0025
+
+/** Runs each implementation at each size: warm-up rounds of 10k timers first (JIT), then the measured round. */
 const runSpread = async (
   sizes: ReadonlyArray<number>,
   windowFor: (n: number) => number,
@@ -194,13 +197,10 @@ const runSpread = async (
   const runs: Array<SpreadRun> = []
   for (const entry of await makeImpls()) {
     try {
-      // Two warm-up rounds: the second one's scheduling rate (compiled code) sizes the lead.
-      await runOnce(entry, 10_000, 50, 200, { timeoutMillis: 5_000 })
-      const warm = await runOnce(entry, 10_000, 50, 200, { timeoutMillis: 5_000 })
-      const rate = warm.timers / Math.max(1, warm.scheduleMillis)
+      // Warm-up rounds (compiled code); not reported.
+      for (let i = 0; i < 2; i++) await runOnce(entry, 10_000, 50, 200, { timeoutMillis: 5_000 })
       for (const n of sizes) {
-        const lead = 200 + (1.5 * n) / rate
-        let run = await runOnce(entry, n, windowFor(n), lead, options)
+        let run = await runOnce(entry, n, windowFor(n), leadFor(n), options)
         if (!run.scheduledInTime) {
           // Scheduling cost grows faster than n (gc); one more try, with a lead sized from the one that overran.
           log(

@@ -87,7 +87,7 @@ const scenarios: ReadonlyArray<Scenario> = [
           name: "actors",
           actors: 10_000,
           intervalMillis: 100,
-          windowMillis: quick ? 1_500 : 10_000,
+          windowMillis: quick ? 1_000 : 10_000,
           warmupMillis: quick ? 500 : 1_000,
           maxWarmupMillis: quick ? 1_500 : 15_000
         },
@@ -156,7 +156,7 @@ const scenarios: ReadonlyArray<Scenario> = [
       const result = await runMemory(
         {
           idleActors: quick ? [10_000] : [10_000, 100_000],
-          manyTimers: quick ? 100_000 : 1_000_000,
+          manyTimers: quick ? 50_000 : 1_000_000,
           singleTimerActivations: quick ? 5_000 : 100_000,
           readyTimeoutMillis: quick ? 10_000 : 120_000
         },

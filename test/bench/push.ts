@@ -111,7 +111,8 @@ const search = async (design: Design, options: PushOptions, log: (line: string) 
     probes.push(p)
     log(
       `  ${design.name} @ ${fmtRate(p.rate)} ticks/s (${fmtInt(actors)} × ${intervalMillis} ms): ` +
-        `${fmtPercent(p.share)}, p99 ${fmtNum(p.p99)} ms, CPU ${fmtNum(p.cpuPercent, 0)}% -> ${p.pass ? "pass" : "fail"}`
+        `${fmtPercent(p.share)} of nominal, ${fmtPercent(p.dueShare)} of due, p99 ${fmtNum(p.p99)} ms, ` +
+        `CPU ${fmtNum(p.cpuPercent, 0)}% -> ${p.pass ? "pass" : "fail"}`
     )
     heapAfterGc()
     await sleep(100)
