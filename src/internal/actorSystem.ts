@@ -81,7 +81,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
     this.driver = new TimerDriver(
       clock,
       (size) => gauge.unsafeUpdate(size, NO_TAGS),
-      () => this.dispatcher.flush()
+      () => this.dispatcher.flushTurn()
     )
     this.throughput = options.throughput ?? 64
     this.askTimeoutMillis = millisOf(options.askTimeout, 5_000)

@@ -14,8 +14,14 @@
  *
  * Ticks fired in a driver turn are run by `flush` at the end of the turn, inside it. Other wake-ups (a tell from a
  * handler or from outside) schedule one flush on Effect's scheduler, so handlers never nest and a burst of tells is
- * handled in one batch. A flush runs at most `FLUSH_BUDGET` drains and then schedules the rest, so that actors
- * that keep telling each other cannot starve the event loop.
+ * handled in one batch. A flush runs at most `FLUSH_BUDGET` drains and then schedules the rest.
+ *
+ * Scheduled flushes run as microtasks (Effect's scheduler), and so do the resumptions of batch fibers. Effect's
+ * scheduler moves to a macrotask only after 2,048 rounds *of one fiber*, and every batch fiber is new, so actors that
+ * keep telling each other would keep Node in microtasks forever: no I/O, no timers, and under `TestClock` (where a
+ * zero sleep completes at once) not even the test runner. So after `FLUSHES_PER_MACROTASK` scheduled flushes in a
+ * row the next one waits for a macrotask (Effect's `Scheduler.timer(0)`); a flush run by the timer driver, which
+ * itself sleeps on macrotasks, starts the count again.
  */
 import type * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
@@ -39,6 +45,11 @@ export interface Drainable {
 /** Drains run per flush before the rest is left to a scheduled flush. */
 const FLUSH_BUDGET = 4_096
 
+/** Scheduled flushes in a row (microtasks) before one waits for a macrotask. */
+const FLUSHES_PER_MACROTASK = 256
+
+const macrotask = Scheduler.timer(0)
+
 /** Batch fibers start empty: each drain installs its actor's own FiberRefs. */
 const batchRuntime = Runtime.make({
   context: Context.empty(),
@@ -53,11 +64,19 @@ export class Dispatcher {
   private epoch = 0
   private flushScheduled = false
   private flushing = false
+  /** Scheduled flushes since the last macrotask. */
+  private microFlushes = 0
 
   /** Queues `cell`'s drain. `inTurn` wake-ups are flushed by the caller (the timer driver, at the end of its turn). */
   enqueue(cell: Drainable, inTurn: boolean): void {
     this.ready.push(cell)
     if (!inTurn && !this.flushing) this.scheduleFlush()
+  }
+
+  /** The timer driver's flush, at the end of its turn: the driver wakes on macrotasks, so the count starts again. */
+  flushTurn(): void {
+    this.microFlushes = 0
+    this.flush()
   }
 
   get pending(): number {
@@ -89,10 +108,17 @@ export class Dispatcher {
   private scheduleFlush(): void {
     if (this.flushScheduled) return
     this.flushScheduled = true
-    Scheduler.defaultScheduler.scheduleTask(() => {
-      this.flushScheduled = false
-      this.flush()
-    }, 0)
+    if (++this.microFlushes < FLUSHES_PER_MACROTASK) {
+      Scheduler.defaultScheduler.scheduleTask(this.scheduledFlush, 0)
+    } else {
+      this.microFlushes = 0
+      macrotask.scheduleTask(this.scheduledFlush, 0)
+    }
+  }
+
+  private readonly scheduledFlush = (): void => {
+    this.flushScheduled = false
+    this.flush()
   }
 
   /**

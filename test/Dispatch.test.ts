@@ -1,0 +1,108 @@
+/**
+ * Ready actors' drains share dispatcher fibers (src/internal/dispatcher.ts). These tests pin what a fiber of its own
+ * per actor guaranteed: a suspending handler holds up nobody else, each actor runs with its own services, log
+ * annotation and FiberRefs, and a tell storm leaves room for other fibers.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect, FiberRef, Layer, TestClock } from "effect"
+import { Actor, type ActorRef, ActorSystem } from "tickwork"
+import { TestProbe } from "tickwork/testkit"
+import { captureLogs } from "./utils.js"
+
+const SystemLive = ActorSystem.layer({ name: "dispatch" })
+
+class Color extends Context.Tag("test/Color")<Color, string>() {}
+
+describe("actors sharing dispatcher fibers", () => {
+  it.scoped("a tick handler that suspends holds up no other actor's tick due in the same turn", () =>
+    Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const probe = yield* TestProbe.make<string>()
+      const make = (name: string, work: Effect.Effect<void>) =>
+        Actor.make<"tick">()({
+          preStart: (ctx) => Effect.orDie(ctx.timers.startSingleTimer("t", "tick", "100 millis")),
+          receive: () => Effect.zipRight(work, probe.ref.tell(name))
+        })
+      yield* system.spawn(make("first", Effect.void), "first")
+      yield* system.spawn(make("slow", Effect.sleep("1 second")), "slow")
+      yield* system.spawn(make("last", Effect.void), "last")
+      yield* TestClock.adjust("100 millis")
+      assert.deepStrictEqual(
+        (yield* probe.receiveAll).map((r) => r.message),
+        ["first", "last"]
+      )
+      yield* TestClock.adjust("1 second")
+      assert.strictEqual(yield* probe.expectMessage, "slow")
+    }).pipe(Effect.provide(SystemLive))
+  )
+
+  it.scoped("each actor runs with its own services, log annotation and FiberRefs", () => {
+    const { layer, logs } = captureLogs()
+    const Local = FiberRef.unsafeMake(0)
+    return Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const probe = yield* TestProbe.make<string>()
+      const Painter = Actor.make<"tick">()({
+        preStart: (ctx) => Effect.orDie(ctx.timers.startSingleTimer("t", "tick", "10 millis")),
+        receive: (_msg, ctx) =>
+          Effect.gen(function* () {
+            const color = yield* Color
+            const before = yield* FiberRef.get(Local)
+            // a FiberRef set here must not be seen by the next actor drained on the same fiber
+            yield* FiberRef.set(Local, before + 1)
+            yield* Effect.logInfo(`painting ${color}`)
+            yield* probe.ref.tell(`${ctx.path} ${color} ${before}`)
+          })
+      })
+      for (const color of ["red", "green", "blue"]) {
+        yield* Effect.provideService(system.spawn(Painter, color), Color, color)
+      }
+      yield* TestClock.adjust("10 millis")
+      assert.deepStrictEqual(
+        (yield* probe.receiveAll).map((r) => r.message),
+        ["/user/red red 0", "/user/green green 0", "/user/blue blue 0"]
+      )
+      const painted = logs.filter((log) => log.message.startsWith("painting"))
+      assert.deepStrictEqual(
+        painted.map((log) => [log.message, log.annotations.actor]),
+        [
+          ["painting red", "/user/red"],
+          ["painting green", "/user/green"],
+          ["painting blue", "/user/blue"]
+        ]
+      )
+    }).pipe(Effect.provide(Layer.merge(SystemLive, layer)))
+  })
+
+  it.scoped("actors that keep telling each other leave room for other fibers and for timers", () =>
+    Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const probe = yield* TestProbe.make<"timer">()
+      let exchanged = 0
+      const players: Array<ActorRef.ActorRef<"ball" | "tick">> = []
+      const Player = Actor.make<"ball" | "tick">()({
+        preStart: (ctx) =>
+          ctx.path === "/user/ping" ? Effect.orDie(ctx.timers.startSingleTimer("t", "tick", "5 millis")) : Effect.void,
+        receive: (msg, ctx) =>
+          Effect.suspend(() => {
+            if (msg === "tick") return probe.ref.tell("timer")
+            exchanged++
+            return players[ctx.path === "/user/ping" ? 1 : 0]!.tell("ball")
+          })
+      })
+      const ping = yield* system.spawn(Player, "ping")
+      const pong = yield* system.spawn(Player, "pong")
+      players.push(ping, pong)
+      yield* ping.tell("ball")
+      // Had the rally run as one synchronous loop, this fiber would never get back control.
+      for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
+      const seen = exchanged
+      assert.isAbove(seen, 0)
+      yield* TestClock.adjust("5 millis")
+      assert.strictEqual(yield* probe.expectMessage, "timer")
+      assert.isAbove(exchanged, seen)
+      yield* system.stop(ping)
+      yield* system.stop(pong)
+    }).pipe(Effect.provide(SystemLive))
+  )
+})
