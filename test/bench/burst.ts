@@ -9,7 +9,8 @@
  *
  * Timer i is meant to be due at `due[i]` (performance.now() millis); its delay is taken when it is scheduled
  * (`ceil(due[i] - now)`, at least 1 ms, for both implementations). Every timer is scheduled before the first is due:
- * the lead is sized from a warm-up round's scheduling rate, and a run where scheduling overran it is flagged.
+ * the lead is 2.5 µs per timer; a size whose scheduling overran it is run again with a longer lead, and flagged if
+ * that overran too.
  */
 import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
