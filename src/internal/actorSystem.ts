@@ -327,7 +327,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
       Effect.zipRight(
         Effect.suspend(() => {
           // The actors are stopped, so a one-shot message still queued has settled; what is left is in the engine.
-          for (const entry of this.driver.heap.toArray()) {
+          for (const entry of this.driver.queue.toArray()) {
             if (entry instanceof ScheduledMessage || entry instanceof ScheduledFunction) entry.handle.unsafeCancel()
           }
           this.byReference.clear()

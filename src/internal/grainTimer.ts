@@ -97,7 +97,7 @@ export class GrainTimer extends MailboxTick {
     return {
       reference: this.reference,
       kind: this.trigger._tag,
-      nextDue: this.index >= 0 ? this.due : this.finished ? undefined : this.firstDue(this.registeredAt),
+      nextDue: this.isPending ? this.due : this.finished ? undefined : this.firstDue(this.registeredAt),
       keepAlive: this.keepAlive
     }
   }

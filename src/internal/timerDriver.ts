@@ -1,14 +1,14 @@
 /**
  * The fibers that drive an ActorSystem's timers.
  *
- * The primary fiber sleeps through Effect's `Clock` until the nearest deadline in the heap, fires what is due, and
+ * The primary fiber sleeps through Effect's `Clock` until the nearest deadline in the queue, fires what is due, and
  * sleeps again: one plain `Clock.sleep` per turn, no race and no fork, so a turn is cheap. Under `TestClock` the sleep
  * is virtual, so tests drive every timer kind by adjusting the clock.
  *
  * A timer that arrives earlier than the primary's planned wake-up gets an "early" fiber that sleeps until it, fires
  * what is due, and keeps going only while something comes due before the primary wakes. Early inserts are rare (the
  * common re-arm of a periodic timer happens inside a turn and needs no wake-up), so early fibers are too. With an
- * empty heap the primary parks on a resume callback that the next `schedule` calls.
+ * empty queue the primary parks on a resume callback that the next `schedule` calls.
  *
  * A timer is a record (`TimerEntry`), never a fiber: firing one is a method call that offers a tick to a mailbox or
  * forks a task, so a slow consumer never stalls the driver. When it is behind, or after a large batch, the driver
@@ -19,10 +19,10 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
-import { HeapEntry, TimerHeap } from "./timerHeap.js"
+import { QueueEntry, TimerQueue } from "./timerQueue.js"
 
 /** A timer kind: what happens when its deadline passes. */
-export abstract class TimerEntry extends HeapEntry {
+export abstract class TimerEntry extends QueueEntry {
   /**
    * Called by the driver with the driver's `now` (>= `due`). It may re-arm itself through `driver.schedule`. It returns
    * an effect only when firing needs one (a `Schedule` step, a log line); the common path allocates nothing.
@@ -42,7 +42,7 @@ const MAX_SLEEP_MILLIS = 2 ** 31 - 1
 const BATCH = 50_000
 
 export class TimerDriver {
-  readonly heap = new TimerHeap<TimerEntry>()
+  readonly queue = new TimerQueue<TimerEntry>()
   readonly stats: DriverStats = { fired: 0 }
   /** The due time the primary fiber sleeps toward; -Infinity while it is awake, +Infinity while it is parked. */
   private plannedWake = Number.NEGATIVE_INFINITY
@@ -71,7 +71,7 @@ export class TimerDriver {
   }
 
   get size(): number {
-    return this.heap.size
+    return this.queue.size
   }
 
   get isClosed(): boolean {
@@ -81,7 +81,7 @@ export class TimerDriver {
   /** Arms (or re-arms) `entry` at `due`. A due time in the past fires on the driver's next turn. */
   schedule(entry: TimerEntry, due: number): void {
     if (this.closed) return
-    this.heap.insert(entry, due)
+    this.queue.insert(entry, due)
     if (due >= this.plannedWake) return
     if (this.plannedWake === Number.POSITIVE_INFINITY) this.wakePrimary()
     else if (this.earlyTargets.every((target) => due < target)) this.startEarly(due)
@@ -89,13 +89,13 @@ export class TimerDriver {
 
   /** Disarms `entry`; false when it was not pending. O(log n). */
   cancel(entry: TimerEntry): boolean {
-    return this.heap.remove(entry)
+    return this.queue.remove(entry)
   }
 
   /** Stops accepting timers and drops every pending one; returns the early fibers to interrupt. */
   close(): ReadonlyArray<Fiber.RuntimeFiber<void>> {
     this.closed = true
-    this.heap.clear()
+    this.queue.clear()
     this.onTurn(0)
     return Array.from(this.earlyFibers)
   }
@@ -127,7 +127,7 @@ export class TimerDriver {
   private fireDue(now: number, budget = BATCH): Effect.Effect<void> | undefined {
     let entry: TimerEntry | undefined
     this.firing = true
-    while (budget-- > 0 && (entry = this.heap.popDue(now)) !== undefined) {
+    while (budget-- > 0 && (entry = this.queue.popDue(now)) !== undefined) {
       this.stats.fired++
       const more = entry.fire(now, this)
       if (more !== undefined) {
@@ -172,9 +172,9 @@ export class TimerDriver {
 
   /** Between two turns of the primary: park, sleep to the next due time, or just yield when already behind. */
   private rest(): Effect.Effect<void> {
-    const size = this.heap.size
+    const size = this.queue.size
     this.onTurn(size)
-    const next = this.heap.peekDue()
+    const next = this.queue.peekDue()
     if (next === undefined) {
       this.plannedWake = Number.POSITIVE_INFINITY
       return this.park
@@ -204,7 +204,7 @@ export class TimerDriver {
           return Effect.zipRight(
             fired,
             Effect.suspend(() => {
-              const next = this.heap.peekDue()
+              const next = this.queue.peekDue()
               // Hand over to the primary (or to an earlier early fiber) when it wakes first anyway.
               const mine =
                 next !== undefined &&

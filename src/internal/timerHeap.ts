@@ -1,5 +1,5 @@
 /**
- * The timer engine's data structure: an indexed binary min-heap of timer entries.
+ * An indexed binary min-heap; the timer queue (`timerQueue.ts`) keeps its per-millisecond buckets in one.
  *
  * It is pure: it never reads a clock; the caller passes `now`. Entries are ordered by (due, seq), where `seq` is the
  * insertion order, so equal deadlines come out in the order they were scheduled. Each entry remembers its own index,
@@ -56,6 +56,11 @@ export class TimerHeap<E extends HeapEntry> {
   /** The earliest due time, or undefined when empty. */
   peekDue(): number | undefined {
     return this.items[0]?.due
+  }
+
+  /** The earliest entry, left in place. */
+  peek(): E | undefined {
+    return this.items[0]
   }
 
   /** Removes and returns the earliest entry if it is due at `now`. */

@@ -337,7 +337,7 @@ describe("TimerDriver", () => {
       driver.close()
       assert.isTrue(driver.isClosed)
       assert.strictEqual(driver.size, 0)
-      for (const e of entries) assert.strictEqual(e.index, -1, `${e.name} is not pending`)
+      for (const e of entries) assert.isFalse(e.isPending, `${e.name} is not pending`)
       const late = new Recorder("late", log)
       driver.schedule(late, 16)
       assert.strictEqual(driver.size, 0)

@@ -1,0 +1,320 @@
+import { assert, describe, it } from "@effect/vitest"
+import { FastCheck } from "effect"
+import { QueueEntry, TimerQueue } from "../../src/internal/timerQueue.js"
+
+class Entry extends QueueEntry {
+  constructor(readonly id: number) {
+    super()
+  }
+}
+
+/** The reference model: pending (id, due, seq) sorted by (first whole millisecond at or after due, seq). */
+class Model {
+  private pending: Array<{ id: number; due: number; seq: number }> = []
+  private nextSeq = 0
+
+  get size(): number {
+    return this.pending.length
+  }
+
+  has(id: number): boolean {
+    return this.pending.some((p) => p.id === id)
+  }
+
+  insert(id: number, due: number): void {
+    this.remove(id)
+    this.pending.push({ id, due, seq: this.nextSeq++ })
+    this.pending.sort((a, b) => Math.ceil(a.due) - Math.ceil(b.due) || a.seq - b.seq)
+  }
+
+  remove(id: number): boolean {
+    const i = this.pending.findIndex((p) => p.id === id)
+    if (i < 0) return false
+    this.pending.splice(i, 1)
+    return true
+  }
+
+  peekDue(): number | undefined {
+    const top = this.pending[0]
+    return top === undefined ? undefined : Math.ceil(top.due)
+  }
+
+  popDue(now: number): number | undefined {
+    const top = this.pending[0]
+    if (top === undefined || Math.ceil(top.due) > now) return undefined
+    this.pending.shift()
+    return top.id
+  }
+
+  clear(): Array<number> {
+    const ids = this.pending.map((p) => p.id)
+    this.pending = []
+    return ids
+  }
+}
+
+type Op =
+  | { readonly _tag: "insert"; readonly id: number; readonly due: number }
+  | { readonly _tag: "remove"; readonly id: number }
+  | { readonly _tag: "popDue"; readonly now: number }
+  | { readonly _tag: "drain"; readonly now: number }
+  | { readonly _tag: "clear" }
+
+const ENTRIES = 40
+
+/**
+ * Dues on a half-millisecond grid, so that whole and fractional due times meet in the same buckets; most are close
+ * together (shared milliseconds), some spread over several far windows (opening them).
+ */
+const opArb = (maxDue: number): FastCheck.Arbitrary<Op> => {
+  const id = FastCheck.integer({ min: 0, max: ENTRIES - 1 })
+  const halves = (max: number) => FastCheck.integer({ min: 0, max: max * 2 }).map((half) => half / 2)
+  const due = FastCheck.oneof({ arbitrary: halves(30), weight: 3 }, { arbitrary: halves(maxDue), weight: 1 })
+  const now = FastCheck.oneof(
+    { arbitrary: FastCheck.integer({ min: 0, max: 30 }), weight: 3 },
+    { arbitrary: FastCheck.integer({ min: 0, max: maxDue }), weight: 1 }
+  )
+  return FastCheck.oneof(
+    { arbitrary: FastCheck.record({ _tag: FastCheck.constant("insert" as const), id, due }), weight: 8 },
+    { arbitrary: FastCheck.record({ _tag: FastCheck.constant("remove" as const), id }), weight: 3 },
+    { arbitrary: FastCheck.record({ _tag: FastCheck.constant("popDue" as const), now }), weight: 3 },
+    { arbitrary: FastCheck.record({ _tag: FastCheck.constant("drain" as const), now }), weight: 1 },
+    { arbitrary: FastCheck.record({ _tag: FastCheck.constant("clear" as const) }), weight: 1 }
+  )
+}
+
+const check = (ok: boolean, message: () => string): void => {
+  if (!ok) assert.fail(message())
+}
+
+interface Link {
+  readonly prev: Link | undefined
+  readonly next: Link | undefined
+}
+
+interface LevelView {
+  readonly byKey: Map<number, Link>
+}
+
+const levels = (queue: TimerQueue<Entry>) => queue as unknown as { readonly near: LevelView; readonly far: LevelView }
+
+/**
+ * White-box look: near buckets are whole milliseconds, far buckets 1024-ms windows, none empty, every circular list
+ * consistent both ways, and every near timer due before every far one.
+ */
+const checkShape = (queue: TimerQueue<Entry>): void => {
+  let count = 0
+  let latestNear = Number.NEGATIVE_INFINITY
+  let earliestFar = Number.POSITIVE_INFINITY
+  for (const [name, level, keyOf] of [
+    ["near", levels(queue).near, (millis: number) => millis],
+    ["far", levels(queue).far, (millis: number) => Math.floor(millis / 1024)]
+  ] as const) {
+    for (const [key, bucket] of level.byKey) {
+      check(bucket.next !== bucket, () => `${name} bucket ${key} is empty but kept`)
+      let prev: Link = bucket
+      for (let link = bucket.next!; link !== bucket; link = link.next!) {
+        const e = link as unknown as Entry
+        const millis = Math.ceil(e.due)
+        check(e.prev === prev, () => `entry ${e.id} has a wrong prev link`)
+        check(keyOf(millis) === key, () => `entry ${e.id} due ${e.due} sits in ${name} bucket ${key}`)
+        if (name === "near") latestNear = Math.max(latestNear, millis)
+        else earliestFar = Math.min(earliestFar, millis)
+        prev = link
+        count++
+      }
+      check(bucket.prev === prev, () => `${name} bucket ${key} has a wrong last link`)
+    }
+  }
+  check(latestNear < earliestFar, () => `a near timer (${latestNear}) is due after a far one (${earliestFar})`)
+  check(count === queue.size, () => `size ${queue.size} but ${count} linked entries`)
+}
+
+const drainAll = (pop: () => number | undefined): Array<number> => {
+  const out: Array<number> = []
+  let id: number | undefined
+  while ((id = pop()) !== undefined) out.push(id)
+  return out
+}
+
+const runOps = (ops: ReadonlyArray<Op>): void => {
+  const queue = new TimerQueue<Entry>()
+  const model = new Model()
+  const entries = Array.from({ length: ENTRIES }, (_, i) => new Entry(i))
+  const entry = (id: number): Entry => entries[id]!
+  for (const op of ops) {
+    switch (op._tag) {
+      case "insert":
+        queue.insert(entry(op.id), op.due)
+        model.insert(op.id, op.due)
+        check(entry(op.id).due === op.due, () => `insert did not keep the exact due of ${op.id}`)
+        break
+      case "remove": {
+        const removed = queue.remove(entry(op.id))
+        const expected = model.remove(op.id)
+        check(removed === expected, () => `remove ${op.id}: ${removed}, model ${expected}`)
+        break
+      }
+      case "popDue": {
+        const popped = queue.popDue(op.now)?.id
+        const expected = model.popDue(op.now)
+        check(popped === expected, () => `popDue(${op.now}): ${popped}, model ${expected}`)
+        break
+      }
+      case "drain":
+        assert.deepStrictEqual(
+          drainAll(() => queue.popDue(op.now)?.id),
+          drainAll(() => model.popDue(op.now)),
+          `drain(${op.now})`
+        )
+        break
+      case "clear":
+        assert.deepStrictEqual(
+          queue
+            .clear()
+            .map((e) => e.id)
+            .sort((a, b) => a - b),
+          model.clear().sort((a, b) => a - b)
+        )
+        break
+    }
+    checkShape(queue)
+    check(queue.size === model.size, () => `size ${queue.size}, model ${model.size}`)
+    // exact, or the first millisecond of the far window the earliest timer waits in
+    const peek = queue.peekDue()
+    const expected = model.peekDue()
+    const windowStart = expected === undefined ? undefined : Math.floor(expected / 1024) * 1024
+    check(
+      peek === expected || (levels(queue).near.byKey.size === 0 && peek === windowStart),
+      () => `peekDue ${peek}, model ${expected}`
+    )
+    for (const e of entries) {
+      check(e.isPending === model.has(e.id), () => `entry ${e.id} pending ${e.isPending}, model ${model.has(e.id)}`)
+    }
+  }
+  assert.deepStrictEqual(
+    drainAll(() => queue.popDue(Number.POSITIVE_INFINITY)?.id),
+    drainAll(() => model.popDue(Number.POSITIVE_INFINITY)),
+    "final drain"
+  )
+  assert.strictEqual(queue.size, 0)
+}
+
+const queueOf = (dues: ReadonlyArray<number>) => {
+  const queue = new TimerQueue<Entry>()
+  const entries = dues.map((due, i) => {
+    const e = new Entry(i)
+    queue.insert(e, due)
+    return e
+  })
+  return { queue, entries }
+}
+
+describe("TimerQueue", () => {
+  it("fires in (millisecond, insertion) order, a fractional due at the next whole millisecond", () => {
+    const { queue } = queueOf([20, 10, 10.5, 10, 11, 9.2])
+    assert.strictEqual(queue.peekDue(), 0) // the first millisecond of the window they wait in
+    assert.deepStrictEqual(
+      drainAll(() => queue.popDue(10)?.id),
+      [1, 3, 5]
+    )
+    assert.strictEqual(queue.peekDue(), 11)
+    assert.isUndefined(queue.popDue(10.9))
+    assert.deepStrictEqual(
+      drainAll(() => queue.popDue(11)?.id),
+      [2, 4]
+    )
+    assert.deepStrictEqual(
+      drainAll(() => queue.popDue(100)?.id),
+      [0]
+    )
+    assert.isUndefined(queue.peekDue())
+  })
+
+  it("moving a pending entry puts it at the end of its new millisecond; removing twice is false", () => {
+    const { queue, entries } = queueOf([5, 5, 5])
+    queue.insert(entries[0]!, 5)
+    assert.isTrue(queue.remove(entries[1]!))
+    assert.isFalse(queue.remove(entries[1]!))
+    assert.isFalse(entries[1]!.isPending)
+    assert.deepStrictEqual(
+      drainAll(() => queue.popDue(5)?.id),
+      [2, 0]
+    )
+  })
+
+  it("drops a millisecond's bucket when its last entry leaves, and clear leaves nothing pending", () => {
+    const { queue, entries } = queueOf([1, 2, 2, 3])
+    const buckets = () => levels(queue).near.byKey.size + levels(queue).far.byKey.size
+    assert.strictEqual(buckets(), 1) // all in far window 0
+    assert.strictEqual(queue.peekDue(), 0)
+    assert.isUndefined(queue.popDue(0)) // opens the window: one bucket per millisecond from here
+    assert.strictEqual(buckets(), 3)
+    assert.strictEqual(queue.peekDue(), 1)
+    queue.remove(entries[0]!)
+    queue.remove(entries[1]!)
+    assert.strictEqual(buckets(), 2)
+    assert.deepStrictEqual(
+      queue.toArray().map((e) => e.id),
+      [2, 3]
+    )
+    assert.deepStrictEqual(
+      queue
+        .clear()
+        .map((e) => e.id)
+        .sort(),
+      [2, 3]
+    )
+    assert.strictEqual(buckets(), 0)
+    assert.strictEqual(queue.size, 0)
+    for (const e of entries) assert.isFalse(e.isPending)
+  })
+
+  it("opens far windows in order: a timer scheduled after its window opened still comes after the earlier ones", () => {
+    const { queue, entries } = queueOf([5000, 3000, 3000.5, 10])
+    assert.strictEqual(queue.peekDue(), 0) // window 0 has not opened yet
+    assert.isUndefined(queue.popDue(9))
+    assert.strictEqual(queue.peekDue(), 10)
+    const late = new Entry(9)
+    // window 2 (2048-3071) is still far: the new timer queues behind entries 1 and 2 when it opens
+    queue.insert(late, 3000)
+    assert.deepStrictEqual(
+      drainAll(() => queue.popDue(2999)?.id),
+      [3]
+    )
+    assert.strictEqual(queue.peekDue(), 3000) // popDue(2999) reached window 2 and opened it
+    queue.insert(entries[3]!, 3000) // window 2 is open now: straight to its millisecond, at the end
+    assert.deepStrictEqual(
+      drainAll(() => queue.popDue(3001)?.id),
+      [1, 9, 3, 2]
+    )
+    assert.strictEqual(queue.peekDue(), 4096)
+    assert.isUndefined(queue.popDue(4999))
+    assert.strictEqual(queue.peekDue(), 5000)
+    assert.strictEqual(queue.popDue(5000)?.id, 0)
+  })
+
+  it("keeps 100,000 timers in a few hundred milliseconds in order", () => {
+    const n = 100_000
+    const queue = new TimerQueue<Entry>()
+    for (let i = 0; i < n; i++) queue.insert(new Entry(i), (i * 7919) % 500)
+    let last = -1
+    let lastId = -1
+    let popped = 0
+    let e: Entry | undefined
+    while ((e = queue.popDue(500)) !== undefined) {
+      check(e.due > last || (e.due === last && e.id > lastId), () => `out of order at ${e?.id}`)
+      last = e.due
+      lastId = e.id
+      popped++
+    }
+    assert.strictEqual(popped, n)
+  })
+
+  it("matches a sorted-list model under random insert / move / remove / popDue / drain / clear", () => {
+    FastCheck.assert(
+      FastCheck.property(FastCheck.array(opArb(5000), { maxLength: 200 }), (ops) => runOps(ops)),
+      { numRuns: 300 }
+    )
+  })
+})
