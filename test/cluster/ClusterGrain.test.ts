@@ -3,6 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, ParseResult, Schema, TestClock } from "effect"
 import { ActorSystem, Grain, GrainTimers, Passivation } from "tickwork"
 import { ClusterGrain, ClusterRunner } from "tickwork/cluster"
+import { advance } from "./conformance-helpers.js"
 
 /** Commands that exercise the grain API from inside `onReceive`; each crosses the wire through this schema. */
 const Msg = Schema.Union(
@@ -118,12 +119,6 @@ const runner = (kinds: ReadonlyArray<ClusterGrain.ClusterGrain<any, any, any, an
     Layer.provideMerge(ClusterRunner.layerTest()),
     Layer.provideMerge(ActorSystem.layer({ name: "runner" }))
   )
-
-/** Lets the runner's background fibers (storage polls, reaper) run up to `millis` later, a second at a time. */
-const advance = (millis: number) =>
-  Effect.gen(function* () {
-    for (let t = 0; t < millis; t += 1_000) yield* TestClock.adjust(Math.min(1_000, millis - t))
-  })
 
 describe("ClusterGrain", () => {
   it.effect("tell activates the grain on demand; exactly one activation per identity", () => {
@@ -252,14 +247,14 @@ describe("ClusterGrain", () => {
           yield* ClusterGrain.ask(kind, "a", { _tag: "Every", label: "every", millis: 3_000, reference: "e" })
           yield* ClusterGrain.ask(kind, "a", { _tag: "Once", label: "late", millis: 60_000, reference: "late" })
           // Ordinary ticks are not activity: the idle grain is passivated within maxIdleTime + reaper period.
-          yield* advance(25_000)
+          yield* advance(25)
           const deactivated = events.indexOf("deactivate@a#1")
           assert.isAbove(deactivated, 0)
           const ticks = events.filter((e) => e === "every@a#1").length
           assert.isAtLeast(ticks, 3)
           assert.deepStrictEqual(events.slice(deactivated + 1), [])
           // The one-shot due at 60 s never reactivates the grain.
-          yield* advance(60_000)
+          yield* advance(60)
           assert.deepStrictEqual(events.slice(deactivated + 1), [])
           // The next message reactivates it, with no timers.
           assert.deepStrictEqual(yield* ClusterGrain.ask(kind, "a", { _tag: "Timers" }), [])
@@ -279,13 +274,13 @@ describe("ClusterGrain", () => {
           reference: "beat",
           keepAlive: true
         })
-        yield* advance(90_000)
+        yield* advance(90)
         assert.notInclude(events, "deactivate@a#1")
         assert.strictEqual(events.filter((e) => e === "beat@a#1").length, 4)
         yield* ClusterGrain.ask(kind, "a", { _tag: "Cancel", reference: "beat" })
-        yield* advance(5_000)
+        yield* advance(5)
         assert.notInclude(events, "deactivate@a#1")
-        yield* advance(25_000)
+        yield* advance(25)
         assert.include(events, "deactivate@a#1")
       }).pipe(Effect.provide(runner([kind])))
     })
@@ -408,7 +403,7 @@ describe("ClusterGrain", () => {
     const onRunner = <A, E>(context: Context.Context<any>, effect: Effect.Effect<A, E, any>) =>
       Effect.gen(function* () {
         const fiber = yield* Effect.fork(Effect.provide(effect, context))
-        yield* advance(10_000)
+        yield* advance(10)
         return yield* Fiber.join(fiber)
       })
 

@@ -1,21 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Fiber, Layer, Schema, Scope, TestClock } from "effect"
+import { Clock, Context, Effect, Exit, Fiber, Layer, Schema, Scope, TestClock } from "effect"
 import { ActorSystem, Grain, Passivation } from "tickwork"
 import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
 import * as ReminderSql from "../../src/cluster/internal/reminderSql.js"
+import { advance, pgStorage, pgUnavailable, startRunner } from "./conformance-helpers.js"
 
-const PG_URL = process.env.TICKWORK_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
-const pgStorage = ClusterRunner.postgres({ url: PG_URL, connectTimeout: "2 seconds" })
-
-/** Why PostgreSQL cannot be used here, or undefined when it can. */
-const pgUnavailable: string | undefined = await Effect.runPromise(
-  Layer.build(ClusterRunner.layerStorage(pgStorage)).pipe(
-    Effect.scoped,
-    Effect.match({ onFailure: (error) => error.message, onSuccess: () => undefined })
-  )
-)
-if (pgUnavailable !== undefined) console.log(`Reminders: skipping the PostgreSQL table variant: ${pgUnavailable}`)
+const pgSkip = await pgUnavailable("Reminders", "the PostgreSQL table variant")
 
 /** Commands for the grain under test: register, unregister and list its reminders; `Fired` is what they deliver. */
 const Msg = Schema.Union(
@@ -92,12 +83,6 @@ const runnerOn = (kind: ClusterGrain.ClusterGrain<any, any, any, any>) =>
 const runner = (kind: ClusterGrain.ClusterGrain<any, any, any, any>) =>
   runnerOn(kind).pipe(Layer.provideMerge(ClusterRunner.layerTest()))
 
-/** Moves the clock on a second at a time, so storage polls and the entity reaper run along the way. */
-const advance = (millis: number) =>
-  Effect.gen(function* () {
-    for (let t = 0; t < millis; t += 1_000) yield* TestClock.adjust(Math.min(1_000, millis - t))
-  })
-
 /** Asks the grain under test, moving the clock along until it answers. */
 const ask = (kind: ClusterGrain.ClusterGrain<Msg, string, any, any>, message: Msg) =>
   Effect.gen(function* () {
@@ -124,9 +109,9 @@ describe("Reminders", () => {
     return Effect.gen(function* () {
       yield* TestClock.adjust(1)
       assert.strictEqual(yield* ask(kind, { _tag: "After", name: "wake", label: "wake", delay: 60_000 }), "ok")
-      yield* advance(30_000)
+      yield* advance(30)
       assert.deepStrictEqual(events, ["activate#1", "deactivate#1"])
-      yield* advance(32_000)
+      yield* advance(32)
       // Due at 60 001; delivered within the storage poll interval (1 s here), by a new activation.
       assert.strictEqual(events.length, 4)
       assert.strictEqual(events[2], "activate#2")
@@ -144,7 +129,7 @@ describe("Reminders", () => {
     return Effect.gen(function* () {
       yield* TestClock.adjust(1)
       yield* ask(kind, { _tag: "After", name: "beat", label: "beat", delay: 15_000, period: 15_000 })
-      yield* advance(62_000)
+      yield* advance(62)
       const times = firedTimes(events)
       assert.strictEqual(times.length, 4)
       assertOnTime(times, (i) => 1 + 15_000 * (i + 1))
@@ -157,10 +142,10 @@ describe("Reminders", () => {
     return Effect.gen(function* () {
       yield* TestClock.adjust(1)
       yield* ask(kind, { _tag: "After", name: "r", label: "r", delay: 5_000, period: 5_000 })
-      yield* advance(3_000)
+      yield* advance(3)
       assert.strictEqual(yield* ask(kind, { _tag: "Unregister", name: "r" }), "true")
       assert.strictEqual(yield* ask(kind, { _tag: "Unregister", name: "r" }), "false")
-      yield* advance(30_000)
+      yield* advance(30)
       assert.deepStrictEqual(fired(events), [])
       assert.strictEqual(yield* ask(kind, { _tag: "List" }), "")
     }).pipe(Effect.provide(runner(kind)))
@@ -172,7 +157,7 @@ describe("Reminders", () => {
       yield* TestClock.adjust(1)
       yield* ask(kind, { _tag: "After", name: "r", label: "old", delay: 5_000 })
       yield* ask(kind, { _tag: "After", name: "r", label: "new", delay: 20_000 })
-      yield* advance(30_000)
+      yield* advance(30)
       assert.deepStrictEqual(
         fired(events).map((e) => e.split("@")[0]),
         ["new"]
@@ -218,7 +203,7 @@ describe("Reminders", () => {
     return Effect.gen(function* () {
       yield* TestClock.adjust(1)
       assert.strictEqual(yield* ask(kind, { _tag: "Cron", name: "c", label: "c", expression: "*/20 * * * * ?" }), "ok")
-      yield* advance(61_000)
+      yield* advance(61)
       const times = firedTimes(events)
       assert.strictEqual(times.length, 3)
       assertOnTime(times, (i) => 20_000 * (i + 1))
@@ -270,38 +255,32 @@ describe("Reminders", () => {
     return Effect.gen(function* () {
       const storage = yield* Layer.build(ClusterRunner.layerStorage(ClusterRunner.sqlite(":memory:")))
       const start = Effect.gen(function* () {
-        const scope = yield* Scope.make()
-        const context = yield* Layer.buildWithScope(
-          runnerOn(kind).pipe(
-            Layer.provideMerge(ClusterRunner.layerTestRunner({ port: 1 })),
-            Layer.provide(Layer.succeedContext(storage))
-          ),
-          scope
-        )
-        return { scope, context }
+        const runner = yield* startRunner(storage, 1)
+        const grains = yield* Layer.buildWithScope(runnerOn(kind), runner.scope).pipe(Effect.provide(runner.context))
+        return { scope: runner.scope, context: Context.merge(runner.context, grains) }
       })
       yield* TestClock.adjust(1)
       const first = yield* start
       // A runner takes a moment to acquire its shards.
-      yield* advance(5_000)
+      yield* advance(5)
       yield* Effect.provide(
         ask(kind, { _tag: "After", name: "beat", label: "beat", delay: 10_000, period: 10_000 }),
         first.context
       )
       const grid = (k: number) => 5_001 + 10_000 * k
-      yield* advance(12_000)
+      yield* advance(12)
       assert.strictEqual(fired(events).length, 1)
       yield* Scope.close(first.scope, Exit.void)
       // Down from ~17 s to ~60 s: the occurrences due at 25, 35, 45 and 55 s are missed.
-      yield* advance(43_000)
+      yield* advance(43)
       assert.strictEqual(fired(events).length, 1)
       const second = yield* start
-      yield* advance(4_000)
+      yield* advance(4)
       const times = () => firedTimes(events)
       // Once on recovery, not once per missed occurrence.
       assert.strictEqual(times().length, 2)
       assert.isAbove(times()[1]!, grid(5))
-      yield* advance(20_000)
+      yield* advance(20)
       // Then on the grid again: 65 001 and 75 001 (each within the 1 s poll interval).
       assert.strictEqual(times().length, 4)
       assertOnTime(times().slice(2), (i) => grid(6 + i))
@@ -313,7 +292,7 @@ describe("Reminders", () => {
 /** The reminders table's SQL, on embedded SQLite and on PostgreSQL (a private table per run there). */
 for (const [name, skip, storage] of [
   ["sqlite", undefined, ClusterRunner.sqlite(":memory:")],
-  ["pg", pgUnavailable, pgStorage]
+  ["pg", pgSkip, pgStorage]
 ] as const) {
   describe.skipIf(skip !== undefined)(
     skip === undefined ? `reminders table: ${name}` : `reminders table: ${name} (skipped: ${skip})`,
@@ -365,7 +344,12 @@ for (const [name, skip, storage] of [
             assert.isFalse(yield* table.remove("k", "a", "n", "1"))
             assert.isTrue(yield* table.remove("k", "a", "n"))
             assert.isUndefined(yield* table.get("k", "a", "n"))
-          }).pipe(Effect.provide(ClusterRunner.layerStorage(storage)))
+          }).pipe(
+            // The table is dropped before the storage closes: a finalizer outside this scope would find the pool
+            // closed (and, ignored, leave one table per run behind in PostgreSQL).
+            Effect.scoped,
+            Effect.provide(ClusterRunner.layerStorage(storage))
+          )
       )
     }
   )

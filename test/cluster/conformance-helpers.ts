@@ -1,10 +1,32 @@
 /**
  * Helpers shared by the cluster tests that run runners in this process under TestClock: move the clock the way the
- * runners' storage polls need, start runners over one storage, read a schedule's history.
+ * runners' storage polls need, start runners over one storage, read a schedule's history, find out whether the
+ * PostgreSQL variants can run.
  */
 import type { SqlClient } from "@effect/sql"
 import { Context, DateTime, Effect, Layer, Scope, TestClock } from "effect"
 import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
+
+/** The PostgreSQL the pg variants use: TICKWORK_PG_URL, default the machine's local server (trust auth). */
+export const pgStorage = ClusterRunner.postgres({
+  url: process.env.TICKWORK_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+  connectTimeout: "2 seconds"
+})
+
+/**
+ * Why PostgreSQL cannot be used here, or undefined when it can. When it cannot, prints
+ * "<what>: skipping <variant>: <reason>", so a skipped variant is never silent.
+ */
+export const pgUnavailable = async (what: string, variant: string): Promise<string | undefined> => {
+  const reason = await Effect.runPromise(
+    Layer.build(ClusterRunner.layerStorage(pgStorage)).pipe(
+      Effect.scoped,
+      Effect.match({ onFailure: (error) => error.message, onSuccess: () => undefined })
+    )
+  )
+  if (reason !== undefined) console.log(`${what}: skipping ${variant}: ${reason}`)
+  return reason
+}
 
 export const iso = (millis: number): string => DateTime.formatIso(DateTime.unsafeMake(millis))
 

@@ -10,21 +10,17 @@ import { assert, describe, it } from "@effect/vitest"
 import { Clock, Context, DateTime, Effect, Exit, Fiber, Layer, PrimaryKey, Schema, Scope } from "effect"
 import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, ClusterScheduler, Reminders } from "tickwork/cluster"
-import { advance, historyOf, iso, startRunner as startTestRunner, type TestRunner } from "./conformance-helpers.js"
+import {
+  advance,
+  historyOf,
+  iso,
+  pgStorage,
+  pgUnavailable,
+  startRunner as startTestRunner,
+  type TestRunner
+} from "./conformance-helpers.js"
 
-const PG_URL = process.env.TICKWORK_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
-const pgStorage = ClusterRunner.postgres({ url: PG_URL, connectTimeout: "2 seconds" })
-
-/** Why PostgreSQL cannot be used here, or undefined when it can. */
-const pgUnavailable: string | undefined = await Effect.runPromise(
-  Layer.build(ClusterRunner.layerStorage(pgStorage)).pipe(
-    Effect.scoped,
-    Effect.match({ onFailure: (error) => error.message, onSuccess: () => undefined })
-  )
-)
-if (pgUnavailable !== undefined) {
-  console.log(`conformance: skipping the PostgreSQL variant: ${pgUnavailable}`)
-}
+const pgSkip = await pgUnavailable("conformance", "the PostgreSQL variant")
 
 /** A fresh, private set of tables per test: SQLite in memory, or a new table prefix in the shared database. */
 interface Backend {
@@ -39,7 +35,7 @@ const backends: ReadonlyArray<Backend> = [
   { name: "sqlite", skip: undefined, storage: ClusterRunner.sqlite(":memory:"), cleanup: () => Effect.void },
   {
     name: "pg",
-    skip: pgUnavailable,
+    skip: pgSkip,
     storage: pgStorage,
     cleanup: (prefix) =>
       Effect.gen(function* () {
