@@ -124,6 +124,30 @@ describe("Grains", () => {
     })
   )
 
+  it.effect(
+    "thousands of activations started in one go all activate (the spawner may yield before spawn returns)",
+    () =>
+      Effect.gen(function* () {
+        const Plain = Grain.make<string>()({ name: "plain", onReceive: (_ctx, state) => Effect.succeed(state) })
+        const { layer, logs } = captureLogs()
+        yield* Effect.gen(function* () {
+          // Effect yields a fiber after 2,048 operations: the failure this pins down came once per ~2,040 keys.
+          const keys = Array.from({ length: 5_000 }, (_, i) => `k${i}`)
+          yield* Effect.forEach(keys, (key) => Grains.tell(Plain, key, "hi"), { discard: true })
+          yield* Effect.yieldNow()
+          assert.strictEqual(yield* (yield* Grains.Grains).activations, keys.length)
+        }).pipe(
+          Effect.provide(
+            Layer.merge(Grains.layer([Plain]).pipe(Layer.provideMerge(ActorSystem.layer({ name: "many" }))), layer)
+          )
+        )
+        assert.deepStrictEqual(
+          logs.filter((log) => log.level === "ERROR").map((log) => log.message),
+          []
+        )
+      })
+  )
+
   it.effect("ask: reply, noErr, err, unhandled and timeout", () =>
     Effect.gen(function* () {
       const Kind = Grain.make<string>()({

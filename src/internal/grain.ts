@@ -371,7 +371,11 @@ class Activation implements TimerOwner {
   /** The actor that carries this activation. */
   actor(): Actor.Actor<unknown, void, unknown> {
     const actor = Actor.make<unknown>()({
-      preStart: () => this.activate(),
+      preStart: (ctx) => {
+        // The drain may start before `spawn` returns to the registry (the spawning fiber can yield in between).
+        this.cell = (ctx.self as CellRef<unknown>).cell
+        return this.activate()
+      },
       receive: (entry) => this.receive(entry),
       postStop: () => this.runDeactivation()
     })
