@@ -3,8 +3,8 @@
  * or on a Quartz cron expression. Unlike grain timers, which are volatile and belong to one activation, a reminder
  * survives passivation, process restarts and fail-over, and **reactivates** the grain when it is due.
  *
- * - Definitions live in a table of their own (`tickwork_reminders` by default), created through `SqlClient`; the
- *   same SQL runs on SQLite and PostgreSQL.
+ * - Definitions live in a table of their own (`<prefix>_tickwork_reminders` by default, beside the runner's other
+ *   tables), created through `SqlClient`; the same SQL runs on SQLite and PostgreSQL.
  * - Each occurrence is one persisted cluster message with a delivery time (`DeliverAt`), so its lateness is
  *   bounded by the runner's storage poll interval (`ShardingConfig.entityMessagePollInterval`).
  * - Each registration gets a fresh generation; an occurrence whose generation is no longer current (unregistered,
@@ -44,6 +44,7 @@ import {
   UnknownGrainKind
 } from "./internal/grainProtocol.js"
 import * as ReminderSql from "./internal/reminderSql.js"
+import { Tables } from "./internal/runner.js"
 
 /**
  * When a reminder fires: after a delay or at a time, then every period if one is given, or on a Quartz cron
@@ -271,7 +272,10 @@ export class Reminders extends Context.Tag("tickwork/cluster/Reminders")<Reminde
  * @category models
  */
 export interface Options {
-  /** The table's name (default `tickwork_reminders`); created if it does not exist. */
+  /**
+   * The table's name (default `<prefix>_tickwork_reminders`, with the runner's table prefix: `cluster` unless
+   * `ClusterRunner.layer({ tablePrefix })` says otherwise); created if it does not exist.
+   */
   readonly table?: string
 }
 
@@ -379,7 +383,10 @@ export const layer = (
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const sharding = yield* Sharding
-      const table = yield* storage("table creation")(ReminderSql.make(sql, options.table ?? "tickwork_reminders"))
+      const { prefix } = yield* Tables
+      const table = yield* storage("table creation")(
+        ReminderSql.make(sql, options.table ?? `${prefix}_tickwork_reminders`)
+      )
       const hosted = new Map<string, KindWire>()
       const withSharding = Effect.provideService(Sharding, sharding)
 

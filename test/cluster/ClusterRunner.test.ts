@@ -6,7 +6,7 @@ import { Sharding } from "@effect/cluster"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
-import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
+import { ClusterRunner, ClusterScheduler, Reminders } from "tickwork/cluster"
 
 /** Builds `layer` in a throwaway scope and returns how that went. */
 const tryBuild = <A, E>(layer: Layer.Layer<A, E>) => Effect.scoped(Effect.exit(Layer.build(layer)))
@@ -139,11 +139,19 @@ describe("ClusterRunner options", () => {
   it.scoped("a table prefix names @effect/cluster's tables and tickwork's", () =>
     Effect.gen(function* () {
       yield* ClusterScheduler.scheduleWithCron("0 * * * * ?", Effect.void, ClusterScheduler.withTimerReference("p"))
+      yield* Layer.build(Reminders.layer())
       const sql = yield* SqlClient.SqlClient
       const rows = yield* sql<{ readonly name: string }>`
         SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'custom%' ORDER BY name`
       const names = rows.map((row) => row.name)
-      for (const table of ["custom_messages", "custom_replies", "custom_tickwork_cron", "custom_tickwork_cron_fired"]) {
+      const expected = [
+        "custom_messages",
+        "custom_replies",
+        "custom_tickwork_cron",
+        "custom_tickwork_cron_fired",
+        "custom_tickwork_reminders"
+      ]
+      for (const table of expected) {
         assert.include(names, table)
       }
       assert.strictEqual((yield* ClusterRunner.Tables).prefix, "custom")

@@ -233,11 +233,11 @@ for (const backend of backends) {
           const { startRunner } = yield* setup
           woken.length = 0
           const first = yield* startRunner(1)
-          const prefix = (yield* ClusterRunner.Tables.pipe(Effect.provide(first.context))).prefix
           const withGrains = (runner: TestRunner) =>
             Layer.buildWithScope(
               ClusterGrain.layer([AlarmGrain]).pipe(
-                Layer.provideMerge(Reminders.layer({ table: `${prefix}_reminders` })),
+                // Its table takes the runner's prefix: <prefix>_tickwork_reminders.
+                Layer.provideMerge(Reminders.layer()),
                 Layer.provideMerge(ActorSystem.layer({ name: `runner-${runner.port}` }))
               ),
               runner.scope
