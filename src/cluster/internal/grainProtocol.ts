@@ -15,6 +15,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
+import * as Predicate from "effect/Predicate"
 import * as PrimaryKey from "effect/PrimaryKey"
 import * as Schema from "effect/Schema"
 import type { Grain } from "../../Grain.js"
@@ -207,17 +208,21 @@ export const guardedSend = <A, E, E2>(
     )
   }) as never
 
-/** Decoding failures surface from the cluster as defects; they are bad input, so they become typed errors. */
+/**
+ * Decoding failures surface from the cluster as defects; they are bad input, so they become typed errors. A message
+ * the hosting runner cannot decode comes back as a defect reply written by its storage reader: after the trip
+ * through `Schema.Defect` that is a plain `Error` named "MalformedMessage" (a local one keeps its tag).
+ */
 const defectToError = (grain: string, defect: unknown): InvalidGrainMessage | InvalidGrainReply | DefectPassthrough => {
-  if (Predicate_isTagged(defect, "MalformedMessage")) {
-    return new InvalidGrainMessage({ grain, issue: String((defect as { cause: unknown }).cause) })
+  if (Predicate.isTagged(defect, "MalformedMessage")) {
+    return new InvalidGrainMessage({ grain, issue: String((defect as unknown as { readonly cause: unknown }).cause) })
+  }
+  if (defect instanceof Error && defect.name === "MalformedMessage") {
+    return new InvalidGrainMessage({ grain, issue: defect.message })
   }
   if (ParseResult.isParseError(defect)) return new InvalidGrainReply({ grain, issue: issueOf(defect) })
   return new DefectPassthrough({ defect })
 }
-
-const Predicate_isTagged = (u: unknown, tag: string): boolean =>
-  typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === tag
 
 /** A defect that is not about decoding: re-raised as a defect after the bounded send. */
 class DefectPassthrough extends Data.TaggedError("DefectPassthrough")<{ readonly defect: unknown }> {}
