@@ -1,6 +1,6 @@
 import { EntityId, Sharding } from "@effect/cluster"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer, ParseResult, Schema, TestClock } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, ParseResult, Schema, Scope, TestClock } from "effect"
 import { ActorSystem, Grain, GrainTimers, Passivation } from "tickwork"
 import { ClusterGrain, ClusterRunner } from "tickwork/cluster"
 import { advance } from "./conformance-helpers.js"
@@ -298,6 +298,42 @@ describe("ClusterGrain", () => {
     })
   })
 
+  it.effect("a failing onActivate is GrainActivationFailed with its cause; the next message activates again", () => {
+    let attempts = 0
+    const fragile = Grain.make<string>()({
+      name: "fragile",
+      onActivate: () =>
+        Effect.suspend(() => (++attempts === 1 ? Effect.fail("no config yet") : Effect.succeed(attempts))),
+      onReceive: (ctx, n) => Effect.as(ctx.reply(`activation ${n}`), n)
+    })
+    const kind = ClusterGrain.make(fragile, { message: Schema.String, reply: Schema.String })
+    return Effect.gen(function* () {
+      yield* TestClock.adjust(1)
+      const error = yield* Effect.flip(ClusterGrain.ask(kind, "f", "hi"))
+      assert.strictEqual(error._tag, "GrainActivationFailed")
+      assert.strictEqual((error as Grain.GrainActivationFailed).grain, "fragile/f")
+      assert.include(String((error as Grain.GrainActivationFailed).cause), "no config yet")
+      assert.strictEqual(yield* ClusterGrain.ask(kind, "f", "hi"), "activation 2")
+    }).pipe(Effect.provide(runner([kind])))
+  })
+
+  it.effect("a runner that shuts down deactivates its grains: timers stop, onDeactivate runs", () => {
+    const { events, kind } = makeSubject()
+    return Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(runner([kind]), scope)
+      yield* TestClock.adjust(1)
+      yield* ClusterGrain.ask(kind, "a", { _tag: "Every", label: "every", millis: 1_000 }).pipe(Effect.provide(context))
+      yield* TestClock.adjust(2_000)
+      assert.deepStrictEqual(events, ["activate@a#1", "activated@a#1", "every@a#1", "every@a#1"])
+      yield* Scope.close(scope, Exit.void)
+      assert.strictEqual(events.at(-1), "deactivate@a#1")
+      yield* TestClock.adjust(5_000)
+      assert.strictEqual(events.at(-1), "deactivate@a#1")
+      assert.strictEqual(events.length, 5)
+    })
+  })
+
   it.effect("tellGrain from inside a cluster grain routes through the cluster", () => {
     const { events, kind } = makeSubject()
     const local = Grain.make<string>()({ name: "local-only", onReceive: () => Effect.void })
@@ -423,6 +459,31 @@ describe("ClusterGrain", () => {
           events.filter((e) => e.includes("(told)")),
           ["m0", "m1", "m2", "m3"].map((m) => `${m}@${remoteKey}(told)#1`)
         )
+      })
+    })
+
+    it.scoped("a persisted message the hosting runner cannot decode is InvalidGrainMessage for the asker", () => {
+      // Two versions of one kind: the hosting runners know the new message schema, a sender still uses the old one.
+      const current = Grain.make<string>()({ name: "versioned", onReceive: (ctx) => ctx.reply(ctx.message) })
+      const hosted = ClusterGrain.make(current, { message: Schema.String, reply: Schema.String, persisted: true })
+      const outdated = ClusterGrain.make(Grain.make<number>()({ name: "versioned", onReceive: () => Effect.void }), {
+        message: Schema.Number,
+        reply: Schema.String,
+        persisted: true
+      })
+      return Effect.gen(function* () {
+        const { a, remoteKey } = yield* twoRunners([hosted])
+        assert.strictEqual(
+          yield* onRunner(a, ClusterGrain.ask(hosted, remoteKey, "fine", { timeout: "30 seconds" })),
+          "fine"
+        )
+        const error = yield* onRunner(
+          a,
+          Effect.flip(ClusterGrain.ask(outdated, remoteKey, 7, { timeout: "30 seconds" }))
+        )
+        assert.strictEqual(error._tag, "InvalidGrainMessage")
+        assert.include(error.message, `versioned/${remoteKey}`)
+        assert.include(error.message, "Expected string, actual 7")
       })
     })
 
