@@ -29,7 +29,9 @@ const demo = async (millis: number) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tickwork-cluster-"))
   const db = path.join(dir, "cluster.db")
   const children = [34431, 34432, 34433].map((port) => {
-    const child = spawn(process.execPath, ["--import", "tsx", import.meta.filename, "runner", String(port), db], {
+    // tsx resolved from this file, not from the working directory: the demo runs from anywhere.
+    const tsx = import.meta.resolve("tsx")
+    const child = spawn(process.execPath, ["--import", tsx, import.meta.filename, "runner", String(port), db], {
       stdio: ["ignore", "pipe", "pipe"]
     })
     const print = (chunk: Buffer) => {
