@@ -173,40 +173,6 @@ describe("ClusterScheduler.scheduleWithCron", () => {
     })
   )
 
-  it.scoped("commits the SQL of execute with the instant, and rolls it back when execute fails", () =>
-    Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql`CREATE TABLE ledger (instant TEXT PRIMARY KEY)`
-      let attempts = 0
-      yield* ClusterScheduler.scheduleWithCron(
-        "*/10 * * * * ?",
-        (fire) =>
-          Effect.gen(function* () {
-            attempts++
-            yield* sql`INSERT INTO ledger (instant) VALUES (${DateTime.formatIso(fire.instant)})`
-            // The second instant fails after writing: its row must not survive.
-            if (attempts === 2) return yield* Effect.fail("boom")
-          }),
-        ClusterScheduler.withTimerReference("ledger")
-      )
-      yield* advance(35)
-      const rows = yield* sql<{ readonly instant: string }>`SELECT instant FROM ledger ORDER BY instant`
-      assert.deepStrictEqual(
-        rows.map((row) => row.instant),
-        [iso(10_000), iso(30_000)]
-      )
-      const entries = yield* ClusterScheduler.history("ledger")
-      assert.deepStrictEqual(
-        entries.map((entry) => [DateTime.formatIso(entry.instant), entry.outcome]),
-        [
-          [iso(10_000), "ok"],
-          [iso(20_000), "failed"],
-          [iso(30_000), "ok"]
-        ]
-      )
-    }).pipe(Effect.provide(ClusterRunner.layerTest()))
-  )
-
   it.scoped("a defect in execute is recorded as failed and the schedule goes on", () =>
     Effect.gen(function* () {
       let runs = 0

@@ -7,7 +7,7 @@ import { ClusterSchema, DeliverAt, Entity } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Context, DateTime, Effect, Exit, Fiber, Layer, PrimaryKey, Schema, Scope } from "effect"
+import { Clock, Context, DateTime, Effect, Exit, Fiber, Layer, Option, PrimaryKey, Schema, Scope } from "effect"
 import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, ClusterScheduler, Reminders } from "tickwork/cluster"
 import {
@@ -104,6 +104,9 @@ for (const backend of backends) {
           const expected = [10, 20, 30, 40].map((s) => iso(s * 1000))
           assert.deepStrictEqual(fired, expected)
           assert.deepStrictEqual(yield* historyOf("once").pipe(Effect.provide(runner.context)), expected)
+          // The cursor reads back as a number (a BIGINT is a string from PostgreSQL).
+          const next = yield* ClusterScheduler.nextInstant("once").pipe(Effect.provide(runner.context))
+          assert.deepStrictEqual(Option.map(next, DateTime.formatIso), Option.some(iso(50_000)))
           yield* Scope.close(runner.scope, Exit.void)
         })
       )
@@ -161,8 +164,12 @@ for (const backend of backends) {
           )
           const entries = yield* ClusterScheduler.history("ledger").pipe(Effect.provide(runner.context))
           assert.deepStrictEqual(
-            entries.map((entry) => entry.outcome),
-            ["ok", "failed", "ok"]
+            entries.map((entry) => [DateTime.formatIso(entry.instant), entry.outcome]),
+            [
+              [iso(10_000), "ok"],
+              [iso(20_000), "failed"],
+              [iso(30_000), "ok"]
+            ]
           )
           yield* Scope.close(runner.scope, Exit.void)
         })
