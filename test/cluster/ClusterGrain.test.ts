@@ -415,11 +415,14 @@ describe("ClusterGrain", () => {
 
   describe("several runners over one storage", () => {
     /** Two runners in this process sharing one SQLite storage; persisted messages travel between them. */
-    const twoRunners = (kinds: ReadonlyArray<ClusterGrain.ClusterGrain<any, any, any, any>>) =>
+    const twoRunners = (
+      kinds: ReadonlyArray<ClusterGrain.ClusterGrain<any, any, any, any>>,
+      kindsOnB: ReadonlyArray<ClusterGrain.ClusterGrain<any, any, any, any>> = kinds
+    ) =>
       Effect.gen(function* () {
         const storage = yield* Layer.build(ClusterRunner.layerStorage(ClusterRunner.sqlite(":memory:")))
         const make = (port: number) =>
-          ClusterGrain.layer(kinds).pipe(
+          ClusterGrain.layer(port === 1 ? kinds : kindsOnB).pipe(
             Layer.provideMerge(ClusterRunner.layerTestRunner({ port })),
             Layer.provideMerge(ActorSystem.layer({ name: `runner-${port}` })),
             Layer.provide(Layer.succeedContext(storage))
@@ -461,6 +464,28 @@ describe("ClusterGrain", () => {
         )
       })
     })
+
+    it.scoped(
+      "the owner of the grain's shard lacks the kind: an ask is bounded, a persisted tell waits for the kind",
+      () => {
+        const { events, kind } = makeSubject({ name: "late-kind", persisted: true })
+        return Effect.gen(function* () {
+          const { a, b, remoteKey } = yield* twoRunners([kind], [])
+          // Runner 1 does not own the shard, so it cannot see that runner 2 lacks the kind: the bound gives AskTimeout.
+          const asked = yield* onRunner(
+            a,
+            Effect.flip(ClusterGrain.ask(kind, remoteKey, { _tag: "Echo", text: "x" }, { timeout: "3 seconds" }))
+          )
+          assert.strictEqual(asked._tag, "AskTimeout")
+          // A persisted tell is accepted once stored; it is delivered once runner 2 registers the kind.
+          yield* onRunner(a, ClusterGrain.tell(kind, remoteKey, { _tag: "Tick", label: "kept" }))
+          assert.deepStrictEqual(events, [])
+          yield* Layer.build(ClusterGrain.layer([kind])).pipe(Effect.provide(b))
+          yield* advance(5)
+          assert.include(events, `kept@${remoteKey}(told)#1`)
+        })
+      }
+    )
 
     it.scoped("a persisted message the hosting runner cannot decode is InvalidGrainMessage for the asker", () => {
       // Two versions of one kind: the hosting runners know the new message schema, a sender still uses the old one.
