@@ -22,7 +22,7 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as DateTime from "effect/DateTime"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -36,6 +36,7 @@ import type { InvalidCronExpression, InvalidTimerDelay, InvalidTimerInterval } f
 import type { ClusterGrain, SendError } from "./ClusterGrain.js"
 import {
   DEFAULT_SEND_TIMEOUT,
+  GrainSendTimeout,
   guardedSend,
   InvalidGrainMessage,
   issueOf,
@@ -215,6 +216,7 @@ export type RegisterError =
   | ReminderNeverFires
   | ReminderStorageError
   | SendError
+  | GrainSendTimeout
 
 /**
  * The reminders service of a runner.
@@ -350,12 +352,13 @@ const sendOccurrence = (
   kind: KindWire,
   key: string,
   delivery: ReminderDelivery
-): Effect.Effect<void, SendError, Sharding> =>
+): Effect.Effect<void, SendError | GrainSendTimeout, Sharding> =>
   guardedSend(
     kind,
     key,
     DEFAULT_SEND_TIMEOUT,
-    () => new UnknownGrainKind({ kind: kind.name, key, detail: "no runner accepted the reminder in time" }),
+    () =>
+      new GrainSendTimeout({ grain: `${kind.name}/${key}`, timeoutMillis: Duration.toMillis(DEFAULT_SEND_TIMEOUT) }),
     (client): Effect.Effect<void, SendError> => client.Remind(delivery, { discard: true })
   )
 
