@@ -189,6 +189,11 @@ export const postgres = (options: {
  * | `runnerHealthCheckInterval` | 5 seconds | how often runners ping each other to spot a dead one early |
  * | `entityTerminationTimeout` | 10 seconds | how long shutdown waits for running handlers |
  *
+ * And `preemptiveShutdown: false`: with @effect/cluster's default (true), closing the scope of any one entity
+ * registration (a `ClusterScheduler.scheduleWithCron` scope, a `ClusterGrain.layer`) shuts the whole runner's
+ * `Sharding` down, silently stopping every other schedule and grain on it. Here the runner stops when its own layer
+ * does.
+ *
  * @example
  * ```ts
  * import { ClusterRunner } from "tickwork/cluster"
@@ -205,7 +210,8 @@ export const defaultShardingConfig: Readonly<Partial<ShardingConfig.ShardingConf
   shardLockRefreshInterval: "3 seconds",
   refreshAssignmentsInterval: "1 second",
   runnerHealthCheckInterval: "5 seconds",
-  entityTerminationTimeout: "10 seconds"
+  entityTerminationTimeout: "10 seconds",
+  preemptiveShutdown: false
 }
 
 /**

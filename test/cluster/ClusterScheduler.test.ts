@@ -92,6 +92,7 @@ describe("ClusterScheduler.scheduleWithCron", () => {
     Effect.gen(function* () {
       const storage = yield* Layer.build(ClusterRunner.layerStorage(ClusterRunner.sqlite(":memory:")))
       const first = recorder()
+      const neighbour = recorder()
       const runner = yield* startRunner(storage, 1)
       const schedule = yield* Scope.make()
       yield* ClusterScheduler.scheduleWithCron(
@@ -99,11 +100,19 @@ describe("ClusterScheduler.scheduleWithCron", () => {
         first.execute,
         ClusterScheduler.withTimerReference("scoped")
       ).pipe(Effect.provide(runner.context), Scope.extend(schedule))
+      // Another schedule on the same runner, for the runner's lifetime.
+      yield* ClusterScheduler.scheduleWithCron(
+        "*/10 * * * * ?",
+        neighbour.execute,
+        ClusterScheduler.withTimerReference("neighbour")
+      ).pipe(Effect.provide(runner.context), Scope.extend(runner.scope))
       yield* advance(25)
       assert.deepStrictEqual(first.fired, [iso(10_000), iso(20_000)])
       yield* Scope.close(schedule, Exit.void)
       yield* advance(10)
       assert.deepStrictEqual(first.fired, [iso(10_000), iso(20_000)])
+      // Only that schedule stopped: the runner goes on with the others.
+      assert.deepStrictEqual(neighbour.fired, [iso(10_000), iso(20_000), iso(30_000)])
       // @effect/cluster cannot register the entity type again on the same runner: a typed error, not a silent no-op.
       const again = yield* Effect.flip(
         ClusterScheduler.scheduleWithCron(
