@@ -26,6 +26,7 @@
 import type * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as FiberRefs from "effect/FiberRefs"
 import * as Runtime from "effect/Runtime"
@@ -142,8 +143,14 @@ export class Dispatcher {
           }
         }
         const effect = current.next()
-        if (effect !== undefined) return Effect.matchCauseEffect(effect, continuation)
-        current = undefined
+        if (effect === undefined) {
+          current = undefined
+        } else if (Exit.isExit(effect) && Exit.isSuccess(effect)) {
+          // Already a value (`Effect.succeed(state)`, `Effect.void`): no need to go through the run loop.
+          current.succeeded(effect.value)
+        } else {
+          return Effect.matchCauseEffect(effect, continuation)
+        }
       }
     })
     const continuation = {
