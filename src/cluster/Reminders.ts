@@ -413,11 +413,19 @@ export const layer = (
             timeZone: schedule._tag === "Cron" ? (schedule.timeZone ?? "UTC") : undefined
           }
           // The row first: an occurrence that arrives before its row would be dropped as stale. If the send
-          // fails, the row is taken back so no reminder is listed that will never fire.
+          // fails, the row is taken back so no reminder is listed that will never fire, and a reminder it was to
+          // replace is put back as it was (its occurrence is still persisted, and its generation current again).
+          const previous = yield* storage("register")(table.get(kind.name, key, name))
           yield* storage("register")(table.upsert(kind.name, key, row))
           yield* sendOccurrence(kind, key, new ReminderDelivery({ name, generation, due: first.due })).pipe(
             withSharding,
-            Effect.tapError(() => Effect.ignore(table.remove(kind.name, key, name, generation)))
+            Effect.tapError(() =>
+              Effect.ignore(
+                Effect.flatMap(table.remove(kind.name, key, name, generation), (removed) =>
+                  removed && previous !== undefined ? table.upsert(kind.name, key, previous) : Effect.void
+                )
+              )
+            )
           )
           return toInfo(row)
         })

@@ -165,6 +165,47 @@ describe("Reminders", () => {
     }).pipe(Effect.provide(runner(kind)))
   })
 
+  it.scoped("a registration the cluster refuses registers nothing and leaves the reminder it was to replace", () => {
+    const { kind } = makeSubject()
+    return Effect.gen(function* () {
+      const base = yield* Layer.build(
+        Reminders.layer().pipe(
+          Layer.provideMerge(ClusterRunner.layerTest()),
+          Layer.provideMerge(ActorSystem.layer({ name: "runner" }))
+        )
+      )
+      // The kind is hosted in a scope of its own, so the test can take it away from the runner (which owns every shard).
+      const hosting = yield* Scope.make()
+      yield* Layer.buildWithScope(ClusterGrain.layer([kind]), hosting).pipe(Effect.provide(base))
+      yield* TestClock.adjust(1)
+      /** Registers from outside the grain, moving the clock so the send can reach the runner's shards. */
+      const register = (name: string, label: string, delay: number) =>
+        Effect.gen(function* () {
+          const fiber = yield* Effect.fork(
+            Reminders.registerFor(kind, "g", name, { _tag: "Fired", label }, Reminders.after(delay)).pipe(
+              Effect.provide(base),
+              Effect.either
+            )
+          )
+          yield* advance(1)
+          return yield* Fiber.join(fiber)
+        })
+      const names = Reminders.listFor(kind, "g").pipe(
+        Effect.map((reminders) => reminders.map((r) => `${r.name}:${r.nextDue}`)),
+        Effect.provide(base)
+      )
+      assert.strictEqual((yield* register("kept", "old", 10_000))._tag, "Right")
+      assert.deepStrictEqual(yield* names, ["kept:10001"])
+      yield* Scope.close(hosting, Exit.void)
+      const refused = yield* register("kept", "new", 20_000)
+      assert.strictEqual(refused._tag === "Left" ? refused.left._tag : "registered", "UnknownGrainKind")
+      const fresh = yield* register("fresh", "new", 20_000)
+      assert.strictEqual(fresh._tag === "Left" ? fresh.left._tag : "registered", "UnknownGrainKind")
+      // The refused replacement left the reminder as it was; the refused new one is not listed.
+      assert.deepStrictEqual(yield* names, ["kept:10001"])
+    })
+  })
+
   it.effect("list shows each reminder's next due time; registerFor / listFor / unregisterFor work from outside", () => {
     const { kind } = makeSubject()
     return Effect.gen(function* () {
