@@ -159,7 +159,7 @@ class Incarnation<Model, Cmd extends Command> implements TimerOwner, TimerTable 
     interval: number,
     firstDelay: number,
     message: unknown,
-    run: Effect.Effect<unknown, unknown>
+    run: Effect.Effect<unknown, unknown> | undefined
   ): Cancellable {
     if (this.stopping) return alreadyCancelled
     const entry = new PeriodicEntry(this, name, interval, message, run)
@@ -178,6 +178,10 @@ class Incarnation<Model, Cmd extends Command> implements TimerOwner, TimerTable 
     this.timers.add(entry)
     const warning = entry.arm(due)
     return warning === undefined ? Effect.succeed(entry) : Effect.as(warning, entry)
+  }
+
+  runCommand(command: unknown): Effect.Effect<unknown, unknown> {
+    return Effect.suspend(() => this.handleCommand(command as Cmd))
   }
 
   /** Runs on the actor's fiber, which provides the entity's services: the requirement is erased here. */
@@ -230,13 +234,7 @@ class Incarnation<Model, Cmd extends Command> implements TimerOwner, TimerTable 
 
 const makeContext = <Model, Cmd extends Command>(inc: Incarnation<Model, Cmd>): EntityContext<Model, Cmd> => {
   const commandTimer = (interval: number, firstDelay: number, command: Cmd): Cancellable =>
-    inc.startPeriodic(
-      command._tag,
-      interval,
-      firstDelay,
-      command,
-      Effect.suspend(() => inc.handleCommand(command))
-    )
+    inc.startPeriodic(command._tag, interval, firstDelay, command, undefined)
 
   const startPeriodicTimer = (
     ...args: [Duration.DurationInput, Cmd] | [Duration.DurationInput, Duration.DurationInput, Cmd]

@@ -27,6 +27,8 @@ export interface TimerOwner {
   readonly driver: TimerDriver
   /** The timer is done: forget it (it no longer counts as armed). */
   release(entry: EntityTimer): void
+  /** One invocation of a command timer: the command handled on the owner's fiber. */
+  runCommand(command: unknown): Effect.Effect<unknown, unknown>
 }
 
 /** What every entity timer supports. */
@@ -66,10 +68,10 @@ export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellab
     readonly owner: TimerOwner,
     readonly name: string,
     readonly interval: number,
-    /** The command, for command timers (diagnostics only). */
+    /** The command of a command timer (run through `owner.runCommand`); undefined for an effect timer. */
     readonly message: unknown,
-    /** One invocation; re-evaluated on every tick. */
-    private readonly run: Effect.Effect<unknown, unknown>
+    /** One invocation of an effect timer, re-evaluated on every tick; undefined for a command timer. */
+    private readonly run: Effect.Effect<unknown, unknown> | undefined
   ) {
     super()
   }
@@ -102,16 +104,18 @@ export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellab
     this.busy = false
   }
 
-  /** Marks the running invocation done, so that the next one may be queued. */
-  readonly done: Effect.Effect<void> = Effect.sync(() => {
-    this.busy = false
-  })
-
   override handler(): Effect.Effect<unknown, unknown> {
     const missed = this.missed
     this.missed = 0
-    const run = missed === 0 ? this.run : Effect.zipRight(missedWarning(this.name, missed), this.run)
-    return Effect.ensuring(run, this.done)
+    const once = this.run ?? this.owner.runCommand(this.message)
+    const run = missed === 0 ? once : Effect.zipRight(missedWarning(this.name, missed), once)
+    // Built per invocation, not kept per timer: a pending timer is only its fields.
+    return Effect.ensuring(
+      run,
+      Effect.sync(() => {
+        this.busy = false
+      })
+    )
   }
 
   stop(): void {
@@ -119,14 +123,19 @@ export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellab
     this.owner.driver.cancel(this)
   }
 
-  readonly cancel: Effect.Effect<boolean> = Effect.sync(() => {
-    if (!this.active) return false
-    this.stop()
-    this.owner.release(this)
-    return true
-  })
+  // Getters rather than fields: a timer costs no effect objects until someone asks.
+  get cancel(): Effect.Effect<boolean> {
+    return Effect.sync(() => {
+      if (!this.active) return false
+      this.stop()
+      this.owner.release(this)
+      return true
+    })
+  }
 
-  readonly isCancelled: Effect.Effect<boolean> = Effect.sync(() => !this.active)
+  get isCancelled(): Effect.Effect<boolean> {
+    return Effect.sync(() => !this.active)
+  }
 }
 
 enum OneShotState {
@@ -215,12 +224,16 @@ export class OneShotEntry extends MailboxTick implements EntityTimer, Cancellabl
     this.owner.driver.cancel(this)
   }
 
-  readonly cancel: Effect.Effect<boolean> = Effect.sync(() => {
-    if (this.state !== OneShotState.Pending && this.state !== OneShotState.Queued) return false
-    this.stop()
-    this.owner.release(this)
-    return true
-  })
+  get cancel(): Effect.Effect<boolean> {
+    return Effect.sync(() => {
+      if (this.state !== OneShotState.Pending && this.state !== OneShotState.Queued) return false
+      this.stop()
+      this.owner.release(this)
+      return true
+    })
+  }
 
-  readonly isCancelled: Effect.Effect<boolean> = Effect.sync(() => this.state === OneShotState.Cancelled)
+  get isCancelled(): Effect.Effect<boolean> {
+    return Effect.sync(() => this.state === OneShotState.Cancelled)
+  }
 }
