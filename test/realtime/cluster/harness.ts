@@ -48,7 +48,8 @@ export const tempDir = (label: string): { readonly dir: string; readonly remove:
 export const startRunner = (script: string, name: string, port: number, env: Record<string, string>): RunnerProcess => {
   const child = spawn(process.execPath, ["--import", "tsx", script], {
     env: { ...process.env, ...env, PORT: String(port) },
-    stdio: ["ignore", "pipe", "pipe"]
+    // stdin stays open for the child's life: it exits when it ends (see exitAfterSignal), so it cannot outlive us.
+    stdio: ["pipe", "pipe", "pipe"]
   })
   let output = ""
   child.stdout?.on("data", (chunk) => (output += chunk))

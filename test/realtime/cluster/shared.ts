@@ -18,7 +18,11 @@ export const fastFailover: Partial<ShardingConfig.ShardingConfig["Type"]> = {
   entityTerminationTimeout: "2 seconds"
 }
 
-/** Graceful shutdown gets 5 seconds after SIGTERM/SIGINT; then the process exits anyway (a busy SQLite file once hung it). */
+/**
+ * Graceful shutdown gets 5 seconds after SIGTERM/SIGINT; then the process exits anyway (a busy SQLite file once hung
+ * it). And the process never outlives the test that started it: the harness holds its stdin open, so when the test
+ * process goes away without stopping it (a test timeout, a killed vitest worker), stdin ends and the runner exits.
+ */
 export const exitAfterSignal = (): void => {
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.once(signal, () => {
@@ -28,4 +32,9 @@ export const exitAfterSignal = (): void => {
       }, 5000).unref()
     })
   }
+  process.stdin.on("end", () => {
+    process.stderr.write("the test process is gone: exiting\n")
+    process.exit(4)
+  })
+  process.stdin.resume()
 }
