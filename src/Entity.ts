@@ -136,7 +136,8 @@ export type CommandHandlers<Model, Cmd extends Command, E, R> = {
 }
 
 /**
- * What an entity's handlers see: its id, the current model, the game clock, itself and its timers.
+ * What an entity's handlers see: its id, the current model, the game clock, itself and its timers. Its operations are
+ * methods: call them on the context (`ctx.send(cmd)`), not detached.
  *
  * @example
  * ```ts

@@ -30,7 +30,7 @@ import {
   make as makeDeadline
 } from "../Deadline.js"
 import type { Command, Definition, Entity, EntityContext, EntityRegistry, RegistryStats } from "../Entity.js"
-import type { EntityTimers, PeriodicTimer } from "../EntityTimers.js"
+import type { PeriodicTimer } from "../EntityTimers.js"
 import type { LogContext } from "../LogContext.js"
 import type { Cancellable } from "../Scheduler.js"
 import type { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
@@ -121,7 +121,7 @@ class Incarnation<Model, Cmd extends Command> implements TimerOwner, TimerTable 
     readonly id: string,
     readonly cell: ActorCell
   ) {
-    this.context = makeContext(this)
+    this.context = new IncarnationContext(this)
     // the cell stops these timers with the incarnation's own, at stop and restart
     cell.addTimerTable(this)
   }
@@ -232,89 +232,152 @@ class Incarnation<Model, Cmd extends Command> implements TimerOwner, TimerTable 
 
 // ------------------------------------------------------------------ context
 
-const makeContext = <Model, Cmd extends Command>(inc: Incarnation<Model, Cmd>): EntityContext<Model, Cmd> => {
-  const commandTimer = (interval: number, firstDelay: number, command: Cmd): Cancellable =>
-    inc.startPeriodic(command._tag, interval, firstDelay, command, undefined)
+/**
+ * The context an incarnation's handlers see. A class over the incarnation (no closure per operation), so its methods
+ * are called on the context, not detached.
+ */
+class IncarnationContext<Model, Cmd extends Command> implements EntityContext<Model, Cmd> {
+  constructor(private readonly inc: Incarnation<Model, Cmd>) {}
 
-  const startPeriodicTimer = (
+  get id(): string {
+    return this.inc.id
+  }
+
+  get kind(): string {
+    return this.inc.registry.kind
+  }
+
+  get self(): ActorRef<Cmd> {
+    return this.inc.cell.ref as ActorRef<Cmd>
+  }
+
+  get model(): Effect.Effect<Model> {
+    return Effect.suspend(() =>
+      this.inc.initialized
+        ? Effect.succeed(this.inc.model)
+        : Effect.dieMessage(`entity ${this.kind}/${this.id}: the model was read before initialize returned it`)
+    )
+  }
+
+  get currentTimeMillis(): Effect.Effect<number> {
+    return Effect.sync(() => this.inc.gameNow())
+  }
+
+  get now(): Effect.Effect<DateTime.Utc> {
+    return Effect.sync(() => DateTime.unsafeMake(this.inc.gameNow()))
+  }
+
+  send(command: Cmd): Effect.Effect<void> {
+    return this.inc.cell.ref.tell(command)
+  }
+
+  get sleep(): Effect.Effect<void> {
+    return Effect.sync(() => {
+      this.inc.registry.requestSleep(this.inc.id, this.inc.cell)
+    })
+  }
+
+  startPeriodicTimer(interval: Duration.DurationInput, command: Cmd): Effect.Effect<Cancellable, InvalidTimerInterval>
+  startPeriodicTimer(
+    initialDelay: Duration.DurationInput,
+    interval: Duration.DurationInput,
+    command: Cmd
+  ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay>
+  startPeriodicTimer(
     ...args: [Duration.DurationInput, Cmd] | [Duration.DurationInput, Duration.DurationInput, Cmd]
-  ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay> =>
-    Effect.suspend((): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay> => {
+  ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay> {
+    return Effect.suspend((): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay> => {
       const [initialDelay, interval, command] = args.length === 2 ? [undefined, args[0], args[1]] : args
       const every = intervalMillis(interval)
       if (Either.isLeft(every)) return Effect.fail(every.left)
       const first = initialDelay === undefined ? Either.right(every.right) : delayMillis(initialDelay)
       if (Either.isLeft(first)) return Effect.fail(first.left)
-      return Effect.sync(() => commandTimer(every.right, first.right, command))
+      return Effect.sync(() => this.commandTimer(every.right, first.right, command))
     })
+  }
+
+  startRandomizedPeriodicTimer(
+    interval: Duration.DurationInput,
+    command: Cmd
+  ): Effect.Effect<Cancellable, InvalidTimerInterval> {
+    return Effect.suspend(() => {
+      const every = intervalMillis(interval)
+      if (Either.isLeft(every)) return Effect.fail(every.left)
+      return Effect.map(Random.next, (u) =>
+        this.commandTimer(every.right, randomizedFirstDelay(every.right, u), command)
+      )
+    })
+  }
+
+  scheduleExecuteOnActorContext<E, R>(
+    at: Duration.DurationInput | DeadlineInput,
+    effect: Effect.Effect<unknown, E, R>
+  ): Effect.Effect<Cancellable, InvalidTimerDelay | InvalidDeadline, R> {
+    return Effect.flatMap(
+      withServices(effect),
+      (run): Effect.Effect<Cancellable, InvalidTimerDelay | InvalidDeadline> => {
+        if (DateTime.isDateTime(at) || isDeadline(at)) return this.armAt(at, run)
+        return Either.match(delayMillis(at as Duration.DurationInput), {
+          onLeft: Effect.fail,
+          onRight: (delay) => Effect.suspend(() => this.inc.startOneShot(run, this.inc.driver.now() + delay, undefined))
+        })
+      }
+    )
+  }
+
+  scheduleExecuteOnActorContextAt<E, R>(
+    time: DeadlineInput,
+    effect: Effect.Effect<unknown, E, R>
+  ): Effect.Effect<Cancellable, InvalidDeadline, R> {
+    return Effect.flatMap(withServices(effect), (run) => this.armAt(time, run))
+  }
+
+  checkDeadline<E, R>(options: {
+    readonly deadline: (model: Model) => Deadline | undefined
+    readonly onDue: (model: Model) => Effect.Effect<unknown, E, R>
+  }): Effect.Effect<Option.Option<Cancellable>, E, R> {
+    const inc = this.inc
+    return Effect.flatMap(Effect.context<R>(), (services) => {
+      const check: Effect.Effect<Option.Option<Cancellable>, E> = Effect.suspend(() => {
+        if (!inc.initialized) return Effect.flatMap(this.model, () => Effect.succeedNone)
+        const deadline = options.deadline(inc.model)
+        if (deadline === undefined) return Effect.succeedNone
+        if (inc.gameNow() >= deadline.epochMillis) {
+          return Effect.as(Effect.provide(options.onDue(inc.model), services), Option.none())
+        }
+        // Ahead: one-shot at the deadline that runs this same check again, re-reading the model.
+        return Effect.map(
+          inc.startOneShot(check, deadline.epochMillis - inc.registry.clock.offsetMillis, deadline.epochMillis),
+          Option.some
+        )
+      })
+      return check
+    })
+  }
+
+  private commandTimer(interval: number, firstDelay: number, command: Cmd): Cancellable {
+    return this.inc.startPeriodic(command._tag, interval, firstDelay, command, undefined)
+  }
 
   /** An absolute one-shot: armed on the engine at `deadline - offset`. */
-  const armAt = (time: DeadlineInput, effect: Effect.Effect<unknown, unknown>) =>
-    Either.match(makeDeadline(time), {
+  private armAt(time: DeadlineInput, effect: Effect.Effect<unknown, unknown>) {
+    return Either.match(makeDeadline(time), {
       onLeft: Effect.fail,
       onRight: (deadline) =>
         Effect.suspend(() =>
-          inc.startOneShot(effect, deadline.epochMillis - inc.registry.clock.offsetMillis, deadline.epochMillis)
+          this.inc.startOneShot(
+            effect,
+            deadline.epochMillis - this.inc.registry.clock.offsetMillis,
+            deadline.epochMillis
+          )
         )
     })
-
-  const withContext = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<Effect.Effect<A, E>, never, R> =>
-    Effect.map(Effect.context<R>(), (context) => Effect.provide(effect, withoutParentSpan(context)))
-
-  const context: EntityContext<Model, Cmd> = {
-    id: inc.id,
-    kind: inc.registry.kind,
-    self: inc.cell.ref as ActorRef<Cmd>,
-    model: Effect.suspend(() =>
-      inc.initialized
-        ? Effect.succeed(inc.model)
-        : Effect.dieMessage(`entity ${inc.registry.kind}/${inc.id}: the model was read before initialize returned it`)
-    ),
-    currentTimeMillis: Effect.sync(() => inc.gameNow()),
-    now: Effect.sync(() => DateTime.unsafeMake(inc.gameNow())),
-    send: (command) => inc.cell.ref.tell(command),
-    sleep: Effect.sync(() => {
-      inc.registry.requestSleep(inc.id, inc.cell)
-    }),
-    startPeriodicTimer: startPeriodicTimer as EntityTimers<Cmd>["startPeriodicTimer"],
-    startRandomizedPeriodicTimer: (interval, command) =>
-      Effect.suspend(() => {
-        const every = intervalMillis(interval)
-        if (Either.isLeft(every)) return Effect.fail(every.left)
-        return Effect.map(Random.next, (u) => commandTimer(every.right, randomizedFirstDelay(every.right, u), command))
-      }),
-    scheduleExecuteOnActorContext: (at, effect) =>
-      Effect.flatMap(withContext(effect), (run): Effect.Effect<Cancellable, InvalidTimerDelay | InvalidDeadline> => {
-        if (DateTime.isDateTime(at) || isDeadline(at)) return armAt(at, run)
-        return Either.match(delayMillis(at), {
-          onLeft: Effect.fail,
-          onRight: (delay) => Effect.suspend(() => inc.startOneShot(run, inc.driver.now() + delay, undefined))
-        })
-      }),
-    scheduleExecuteOnActorContextAt: (time, effect) => Effect.flatMap(withContext(effect), (run) => armAt(time, run)),
-    checkDeadline: <E, R>(options: {
-      readonly deadline: (model: Model) => Deadline | undefined
-      readonly onDue: (model: Model) => Effect.Effect<unknown, E, R>
-    }) =>
-      Effect.flatMap(Effect.context<R>(), (services) => {
-        const check: Effect.Effect<Option.Option<Cancellable>, E> = Effect.suspend(() => {
-          if (!inc.initialized) return Effect.flatMap(context.model, () => Effect.succeedNone)
-          const deadline = options.deadline(inc.model)
-          if (deadline === undefined) return Effect.succeedNone
-          if (inc.gameNow() >= deadline.epochMillis) {
-            return Effect.as(Effect.provide(options.onDue(inc.model), services), Option.none())
-          }
-          // Ahead: one-shot at the deadline that runs this same check again, re-reading the model.
-          return Effect.map(
-            inc.startOneShot(check, deadline.epochMillis - inc.registry.clock.offsetMillis, deadline.epochMillis),
-            Option.some
-          )
-        })
-        return check
-      })
   }
-  return context
 }
+
+/** The caller's services, provided to an effect that will run later on the entity's fiber. */
+const withServices = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<Effect.Effect<A, E>, never, R> =>
+  Effect.map(Effect.context<R>(), (context) => Effect.provide(effect, withoutParentSpan(context)))
 
 // ------------------------------------------------------------------ the actor of one entity
 
