@@ -71,22 +71,23 @@ const makeSubject = (
     onReceive: (ctx, n) => {
       const msg = ctx.message
       const record = (event: string) => Effect.sync(() => events.push(`${event}#${n}`))
+      /** Replies "ok", or the tag of the timer API's typed error. */
+      const answer = (effect: Effect.Effect<unknown, { readonly _tag: string }>) =>
+        Effect.flatMap(Effect.either(effect), (result) => ctx.reply(result._tag === "Left" ? result.left._tag : "ok"))
       const run = (): Effect.Effect<unknown, unknown> => {
         switch (msg._tag) {
           case "Tick":
             return record(`${msg.label}@${ctx.identity.key}${ctx.isTick ? "" : "(told)"}`)
           case "Once":
-            return ctx.scheduleOnce({ _tag: "Tick", label: msg.label }, msg.millis, ...timerOptions(msg))
+            return answer(ctx.scheduleOnce({ _tag: "Tick", label: msg.label }, msg.millis, ...timerOptions(msg)))
           case "Every":
-            return ctx.schedule({ _tag: "Tick", label: msg.label }, msg.millis, ...timerOptions(msg))
+            return answer(ctx.schedule({ _tag: "Tick", label: msg.label }, msg.millis, ...timerOptions(msg)))
           case "Cron":
-            return ctx.scheduleWithCron(
-              { _tag: "Tick", label: msg.label },
-              msg.expression,
-              GrainTimers.withTimeZone("UTC")
+            return answer(
+              ctx.scheduleWithCron({ _tag: "Tick", label: msg.label }, msg.expression, GrainTimers.withTimeZone("UTC"))
             )
           case "Cancel":
-            return Effect.either(ctx.cancelSchedule(msg.reference))
+            return answer(ctx.cancelSchedule(msg.reference))
           case "Timers":
             return Effect.flatMap(ctx.timers, (timers) => ctx.reply(timers.map((t) => t.reference)))
           case "Echo":
@@ -204,6 +205,29 @@ describe("ClusterGrain", () => {
         yield* TestClock.adjust(5_000)
         assert.strictEqual(events.filter((e) => e.startsWith("every")).length, 3)
         assert.deepStrictEqual(yield* ClusterGrain.ask(kind, "a", { _tag: "Timers" }), [])
+      }).pipe(Effect.provide(runner([kind])))
+    })
+
+    it.effect("references and bad input as in one process: reuse replaces, cancel, typed errors", () => {
+      const { events, kind } = makeSubject()
+      const ask = (msg: Msg) => ClusterGrain.ask(kind, "a", msg)
+      return Effect.gen(function* () {
+        yield* TestClock.adjust(1)
+        assert.strictEqual(yield* ask({ _tag: "Every", label: "first", millis: 1_000, reference: "r" }), "ok")
+        assert.strictEqual(yield* ask({ _tag: "Every", label: "second", millis: 1_000, reference: "r" }), "ok")
+        yield* TestClock.adjust(3_000)
+        assert.deepStrictEqual(events.slice(2), ["second@a#1", "second@a#1", "second@a#1"])
+        assert.strictEqual(yield* ask({ _tag: "Cancel", reference: "r" }), "ok")
+        assert.strictEqual(yield* ask({ _tag: "Cancel", reference: "r" }), "ScheduledReferenceNotFound")
+        assert.strictEqual(yield* ask({ _tag: "Every", label: "x", millis: 0 }), "InvalidTimerInterval")
+        assert.strictEqual(yield* ask({ _tag: "Once", label: "x", millis: -1 }), "InvalidTimerDelay")
+        assert.strictEqual(
+          yield* ask({ _tag: "Cron", label: "x", expression: "61 * * * * ?" }),
+          "InvalidCronExpression"
+        )
+        assert.deepStrictEqual(yield* ask({ _tag: "Timers" }), [])
+        // Bad timer input is an answer, not a failure: the activation is still the first.
+        assert.notInclude(events, "deactivate@a#1")
       }).pipe(Effect.provide(runner([kind])))
     })
 
