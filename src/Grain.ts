@@ -42,7 +42,8 @@ export interface GrainIdentity {
 }
 
 /**
- * What a grain sees in `onActivate` and `onDeactivate`.
+ * What a grain sees in `onActivate` and `onDeactivate`. Its operations are methods: call them on the object
+ * (`props.schedule(...)`), not detached.
  *
  * @since 0.1.0
  * @category models

@@ -30,7 +30,13 @@ import {
 import type { TimerInfo, TimerOptions } from "../GrainTimers.js"
 import type { Passivation } from "../Passivation.js"
 import * as QuartzCron from "../QuartzCron.js"
-import { GrainTimersStopped, ScheduledReferenceNotFound } from "../TimerError.js"
+import {
+  GrainTimersStopped,
+  type InvalidCronExpression,
+  type InvalidTimerDelay,
+  type InvalidTimerInterval,
+  ScheduledReferenceNotFound
+} from "../TimerError.js"
 import type { ActorCell, CellRef } from "./actorCell.js"
 import { withHooks } from "./actorHooks.js"
 import { delayMillis, intervalMillis } from "./duration.js"
@@ -114,7 +120,7 @@ class Activation implements TimerOwner {
     readonly passivation: Passivation
   ) {
     this.name = `${identity.kind}/${identity.key}`
-    this.props = this.makeProps()
+    this.props = new ActivationProps(this)
   }
 
   private get driver() {
@@ -169,27 +175,12 @@ class Activation implements TimerOwner {
       if (reply !== undefined) Deferred.unsafeDone(reply, Effect.fail(this.undeliverable()))
       return Effect.void
     }
-    let signal: Signal | undefined
-    const signalOnce = (next: Signal) =>
-      Effect.suspend(() => {
-        if (signal !== undefined) return Effect.dieMessage(`grain ${this.name}: signal at most once per message`)
-        signal = next
-        return Effect.void
-      })
-    const context: GrainContext<unknown> = {
-      ...this.props,
-      message,
-      isTick,
-      reply: (value) => signalOnce({ _tag: "reply", value }),
-      noErr: signalOnce(NO_ERR),
-      err: (error) => signalOnce({ _tag: "err", error }),
-      unhandled: signalOnce({ _tag: "unhandled" })
-    }
+    const context = new MessageContext(this, message, isTick)
     return Effect.matchCauseEffect(this.kind.onReceive(context, this.state) as Effect.Effect<unknown, unknown>, {
       onSuccess: (state) => {
         this.state = state
         this.processed++
-        const answered = this.answer(asked ? reply : undefined, signal ?? NO_ERR, isTick)
+        const answered = this.answer(asked ? reply : undefined, context.signal ?? NO_ERR, isTick)
         if (!asked && reply !== undefined) Deferred.unsafeDone(reply, Effect.void)
         const passivate =
           this.passivation._tag === "MessageCount" && this.processed >= this.passivation.count
@@ -304,7 +295,7 @@ class Activation implements TimerOwner {
     this.cell!.lastActivity = this.driver.now()
   }
 
-  private register(
+  register(
     message: unknown,
     trigger: Either.Either<Trigger, any>,
     options: ReadonlyArray<TimerOptions>
@@ -324,44 +315,14 @@ class Activation implements TimerOwner {
     })
   }
 
-  private makeProps(): GrainProps<unknown> {
-    const registry = this.registry
-    return {
-      identity: this.identity,
-      scheduleOnce: (message, delay: Duration.DurationInput, ...options) =>
-        this.register(
-          message,
-          Either.map(delayMillis(delay), (d): Trigger => ({ _tag: "once", delay: d })),
-          options
-        ),
-      schedule: (message, interval: Duration.DurationInput, ...options) =>
-        this.register(
-          message,
-          Either.map(intervalMillis(interval), (i): Trigger => ({ _tag: "interval", interval: i })),
-          options
-        ),
-      scheduleWithCron: (message, expression, ...options) => {
-        const { timeZone } = mergeOptions(options)
-        const parsed = QuartzCron.parse(expression, timeZone === undefined ? undefined : { timeZone })
-        return this.register(
-          message,
-          Either.map(parsed, (cron): Trigger => ({ _tag: "cron", cron })),
-          options
-        )
-      },
-      cancelSchedule: (reference) =>
-        Effect.suspend((): Effect.Effect<void, GrainTimersStopped | ScheduledReferenceNotFound> => {
-          if (this.timersStopped || this.phase === "gone")
-            return Effect.fail(new GrainTimersStopped({ grain: this.name }))
-          const timer = this.timers.get(reference)
-          if (timer === undefined) return Effect.fail(new ScheduledReferenceNotFound({ reference }))
-          this.forget(timer)
-          return Effect.void
-        }),
-      timers: Effect.sync(() => this.listTimers()),
-      tellGrain: registry.hooks.tellGrain ?? ((kind, key, message) => registry.tell(kind, key, message)),
-      tellActor: (actor, message) => actor.tell(message)
-    }
+  cancelSchedule(reference: string): Effect.Effect<void, GrainTimersStopped | ScheduledReferenceNotFound> {
+    return Effect.suspend((): Effect.Effect<void, GrainTimersStopped | ScheduledReferenceNotFound> => {
+      if (this.timersStopped || this.phase === "gone") return Effect.fail(new GrainTimersStopped({ grain: this.name }))
+      const timer = this.timers.get(reference)
+      if (timer === undefined) return Effect.fail(new ScheduledReferenceNotFound({ reference }))
+      this.forget(timer)
+      return Effect.void
+    })
   }
 
   listTimers(): ReadonlyArray<TimerInfo> {
@@ -386,6 +347,114 @@ class Activation implements TimerOwner {
         if (message instanceof GrainEnvelope) this.leftover.push(message)
       },
       terminated: () => this.registry.terminated(this)
+    })
+  }
+}
+
+/**
+ * What `onActivate` and `onDeactivate` see: a class over the activation (no closure per operation), so its methods are
+ * called on the object, not detached.
+ */
+class ActivationProps implements GrainProps<unknown> {
+  constructor(protected readonly activation: Activation) {}
+
+  get identity(): GrainIdentity {
+    return this.activation.identity
+  }
+
+  scheduleOnce(
+    message: unknown,
+    delay: Duration.DurationInput,
+    ...options: ReadonlyArray<TimerOptions>
+  ): Effect.Effect<string, GrainTimersStopped | InvalidTimerDelay> {
+    return this.activation.register(
+      message,
+      Either.map(delayMillis(delay), (d): Trigger => ({ _tag: "once", delay: d })),
+      options
+    )
+  }
+
+  schedule(
+    message: unknown,
+    interval: Duration.DurationInput,
+    ...options: ReadonlyArray<TimerOptions>
+  ): Effect.Effect<string, GrainTimersStopped | InvalidTimerInterval> {
+    return this.activation.register(
+      message,
+      Either.map(intervalMillis(interval), (i): Trigger => ({ _tag: "interval", interval: i })),
+      options
+    )
+  }
+
+  scheduleWithCron(
+    message: unknown,
+    expression: string,
+    ...options: ReadonlyArray<TimerOptions>
+  ): Effect.Effect<string, GrainTimersStopped | InvalidCronExpression> {
+    const { timeZone } = mergeOptions(options)
+    const parsed = QuartzCron.parse(expression, timeZone === undefined ? undefined : { timeZone })
+    return this.activation.register(
+      message,
+      Either.map(parsed, (cron): Trigger => ({ _tag: "cron", cron })),
+      options
+    )
+  }
+
+  cancelSchedule(reference: string): Effect.Effect<void, GrainTimersStopped | ScheduledReferenceNotFound> {
+    return this.activation.cancelSchedule(reference)
+  }
+
+  get timers(): Effect.Effect<ReadonlyArray<TimerInfo>> {
+    return Effect.sync(() => this.activation.listTimers())
+  }
+
+  tellGrain<M>(kind: Grain<M, any, any, any>, key: string, message: M): Effect.Effect<void, UnknownGrainKind> {
+    const registry = this.activation.registry
+    return registry.hooks.tellGrain === undefined
+      ? registry.tell(kind, key, message)
+      : registry.hooks.tellGrain(kind, key, message)
+  }
+
+  tellActor<M>(actor: ActorRef<M>, message: M): Effect.Effect<void> {
+    return actor.tell(message)
+  }
+}
+
+/** What `onReceive` sees: the props plus the message and its reply signals (at most one per message). */
+class MessageContext extends ActivationProps implements GrainContext<unknown> {
+  signal: Signal | undefined = undefined
+
+  constructor(
+    activation: Activation,
+    readonly message: unknown,
+    readonly isTick: boolean
+  ) {
+    super(activation)
+  }
+
+  reply(value: unknown): Effect.Effect<void> {
+    return this.signalOnce({ _tag: "reply", value })
+  }
+
+  get noErr(): Effect.Effect<void> {
+    return this.signalOnce(NO_ERR)
+  }
+
+  err(error: unknown): Effect.Effect<void> {
+    return this.signalOnce({ _tag: "err", error })
+  }
+
+  get unhandled(): Effect.Effect<void> {
+    return this.signalOnce({ _tag: "unhandled" })
+  }
+
+  private signalOnce(next: Signal): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      if (this.signal !== undefined) {
+        return Effect.dieMessage(`grain ${this.activation.name}: signal at most once per message`)
+      }
+      this.signal = next
+      return Effect.void
     })
   }
 }
