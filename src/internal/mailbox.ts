@@ -1,7 +1,7 @@
 /**
  * An actor's mailbox: a ring buffer of user entries and a small list of system messages that jump the queue. It is a
- * plain structure: the owning cell starts a drain fiber when it offers to an idle actor (no `Queue.take`, no parked
- * fiber).
+ * plain structure: the owning cell queues its drain with the dispatcher when it offers to an idle actor (no
+ * `Queue.take`, no parked fiber).
  *
  * Offering never suspends and never allocates beyond the buffer's growth: a tick is the timer record itself, a plain
  * message without a sender is stored as is.
