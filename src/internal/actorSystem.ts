@@ -35,7 +35,7 @@ import { activeTimers } from "../Metrics.js"
 import * as QuartzCron from "../QuartzCron.js"
 import type { Cancellable, CronOptions, Scheduler } from "../Scheduler.js"
 import * as Supervision from "../Supervision.js"
-import { ScheduledReferenceNotFound } from "../TimerError.js"
+import { type InvalidTimerDelay, type InvalidTimerInterval, ScheduledReferenceNotFound } from "../TimerError.js"
 import { ActorCell, type CellHost } from "./actorCell.js"
 import { Dispatcher } from "./dispatcher.js"
 import { delayMillis, intervalMillis } from "./duration.js"
@@ -196,15 +196,19 @@ export class SystemImpl implements CellHost, SchedulerHost {
       target: ActorRef<any>,
       msg: unknown,
       sender: ActorRef<any> | undefined
-    ) =>
-      Either.map(delayMillis(delay), (millis) =>
+    ): Effect.Effect<Cancellable, InvalidTimerDelay> => {
+      // The input is a value: it is checked when the effect is made, and the effect itself is one `sync`.
+      const millis = delayMillis(delay)
+      if (Either.isLeft(millis)) return Effect.fail(millis.left)
+      return Effect.sync(() =>
         this.terminating
           ? alreadyCancelled
           : this.arm(
               new ScheduledMessage(this, target, msg, sender, interval > 0 ? (due) => due + interval : undefined),
-              millis
+              millis.right
             )
       )
+    }
     const task = <E, R>(delay: Duration.DurationInput, interval: number, effect: Effect.Effect<unknown, E, R>) =>
       Effect.flatMap(Effect.context<R>(), (context) =>
         Either.map(delayMillis(delay), (millis) =>
@@ -253,12 +257,13 @@ export class SystemImpl implements CellHost, SchedulerHost {
           if (entry === undefined) return Effect.fail(new ScheduledReferenceNotFound({ reference }))
           return Effect.asVoid(entry.handle.cancel)
         }),
-      scheduleOnce: (delay, target, msg, sender) => Effect.suspend(() => message(delay, 0, target, msg, sender)),
+      scheduleOnce: (delay, target, msg, sender) => message(delay, 0, target, msg, sender),
       scheduleOnceFunction: (delay, effect) => task(delay, 0, effect),
       scheduleAtFixedRate: (initialDelay, interval, target, msg, sender) =>
-        Effect.suspend(() =>
-          Either.flatMap(intervalMillis(interval), (every) => message(initialDelay, every, target, msg, sender))
-        ),
+        Either.match(intervalMillis(interval), {
+          onLeft: (error): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay> => Effect.fail(error),
+          onRight: (every) => message(initialDelay, every, target, msg, sender)
+        }),
       scheduleAtFixedRateFunction: (initialDelay, interval, effect) =>
         Effect.flatMap(
           Effect.suspend(() => intervalMillis(interval)),
