@@ -4,7 +4,7 @@
  * PostgreSQL variants can run.
  */
 import type { SqlClient } from "@effect/sql"
-import { Context, DateTime, Effect, Layer, Scope, TestClock } from "effect"
+import { Context, DateTime, Effect, Layer, Scope, TestClock, TestServices } from "effect"
 import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
 
 /** The PostgreSQL the pg variants use: TICKWORK_PG_URL, default the machine's local server (trust auth). */
@@ -30,10 +30,18 @@ export const pgUnavailable = async (what: string, variant: string): Promise<stri
 
 export const iso = (millis: number): string => DateTime.formatIso(DateTime.unsafeMake(millis))
 
-/** Moves the test clock one second at a time, so every storage poll on the way runs. */
-export const advance = (seconds: number): Effect.Effect<void> =>
+/**
+ * Moves the test clock one second at a time, so every storage poll on the way runs. With `settleMillis`, each step
+ * also waits that long in real time: storage on a network socket (PostgreSQL) answers in real time, and a clock that
+ * runs ahead of its answers makes runners miss polls, or wait forever on a retry the frozen clock never fires (seen
+ * once in a loaded full run). In-memory SQLite answers synchronously and needs none.
+ */
+export const advance = (seconds: number, settleMillis = 0): Effect.Effect<void> =>
   Effect.gen(function* () {
-    for (let i = 0; i < seconds; i++) yield* TestClock.adjust("1 second")
+    for (let i = 0; i < seconds; i++) {
+      yield* TestClock.adjust("1 second")
+      if (settleMillis > 0) yield* TestServices.provideLive(Effect.sleep(settleMillis))
+    }
   })
 
 /** A runner without sockets over `storage`, in a scope of its own (close it to take the runner away). */

@@ -11,7 +11,7 @@ import { Clock, Context, DateTime, Effect, Exit, Fiber, Layer, Option, PrimaryKe
 import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, ClusterScheduler, Reminders } from "tickwork/cluster"
 import {
-  advance,
+  advance as advanceClock,
   historyOf,
   iso,
   pgStorage,
@@ -27,16 +27,25 @@ interface Backend {
   readonly name: string
   readonly skip: string | undefined
   readonly storage: ClusterRunner.Storage
+  /** Real time each clock step waits for the storage to answer (see `advance`). */
+  readonly settleMillis: number
   /** Drops what a test created under `prefix`. */
   readonly cleanup: (prefix: string) => Effect.Effect<void, unknown, SqlClient.SqlClient>
 }
 
 const backends: ReadonlyArray<Backend> = [
-  { name: "sqlite", skip: undefined, storage: ClusterRunner.sqlite(":memory:"), cleanup: () => Effect.void },
+  {
+    name: "sqlite",
+    skip: undefined,
+    storage: ClusterRunner.sqlite(":memory:"),
+    settleMillis: 0,
+    cleanup: () => Effect.void
+  },
   {
     name: "pg",
     skip: pgSkip,
     storage: pgStorage,
+    settleMillis: 10,
     cleanup: (prefix) =>
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
@@ -81,6 +90,8 @@ for (const backend of backends) {
   describe.skipIf(backend.skip !== undefined)(
     backend.skip === undefined ? `storage conformance: ${backend.name}` : `${backend.name} (skipped: ${backend.skip})`,
     () => {
+      const advance = (seconds: number) => advanceClock(seconds, backend.settleMillis)
+
       /** The storage (fresh tables) and a way to start runners on it, each in its own scope. */
       const setup = Effect.gen(function* () {
         const prefix = freshPrefix()
