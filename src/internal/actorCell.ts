@@ -369,8 +369,8 @@ export class ActorCell {
 
   /**
    * The drain, one step at a time: handles queued entries back to back and returns the next effect to run (a
-   * handler, or a yield after `throughput` entries so that one busy actor cannot starve the others); the dispatcher
-   * runs it and reports back through `succeeded` / `failed`. Undefined ends the drain: the mailbox is empty.
+   * handler); the dispatcher runs it and reports back through `succeeded` / `failed`. Undefined ends this turn of the
+   * drain: the mailbox is empty, or `throughput` entries were handled and the actor went to the back of the queue.
    */
   next(): Effect.Effect<unknown, unknown> | undefined {
     if (!this.started) {
@@ -381,9 +381,12 @@ export class ActorCell {
     for (;;) {
       if (this.status === Status.Terminated) return this.endDrain()
       if (this.budget-- <= 0) {
+        // Fairness as Akka's throughput: after `throughput` entries the actor goes to the back of the ready queue (its
+        // drain stays claimed), so other actors run first; no fiber suspends for it.
         this.budget = this.host.throughput
-        this.completion = Completion.Internal
-        return Effect.yieldNow()
+        this.fiber = undefined
+        this.host.dispatcher.enqueue(this, false)
+        return undefined
       }
       const entry = this.mailbox.poll()
       if (entry === EMPTY) return this.endDrain()
