@@ -29,7 +29,7 @@ import * as Workers from "./Workers.js"
  * | `name` | required | the system's name: letters, digits, `-`, `_` |
  * | `mailboxCapacity` | unbounded | default bounded capacity for every actor |
  * | `askTimeout` | 5 seconds | `ActorRef.ask`'s default timeout |
- * | `throughput` | 64 | messages an actor handles before yielding to other fibers |
+ * | `throughput` | 64 | messages an actor handles in a row before other ready actors get their turn |
  * | `guardian` | `"restart"` | how top-level actors are supervised: `restart`, `stop` or `resume` |
  * | `workers` | no thread until the first CPU task | the CPU worker pool (`Workers.Options`: `minThreads`, `maxThreads`, `idleTime`, `queueLength`) |
  *
