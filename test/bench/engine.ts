@@ -2,7 +2,7 @@
  * Engine scenario: schedule + cancel throughput with random delays, and heap bytes per pending timer, for
  *
  * - tickwork through the public API: `system.scheduler.scheduleOnce` + `Cancellable.cancel` on a live ActorSystem,
- * - tickwork's raw engine data structure: `TimerHeap.insert` / `remove` (internal),
+ * - tickwork's raw engine data structure: `TimerQueue.insert` / `remove` (internal),
  * - raw Node `setTimeout` / `clearTimeout`.
  *
  * Every implementation schedules the same random delays (10 s .. 70 s, whole millis: ~60k distinct values, so Node
@@ -12,7 +12,7 @@ import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import { Actor, ActorSystem, type Scheduler } from "../../src/index.js"
 // The one internal import of the bench: the raw data structure's row.
-import { HeapEntry, TimerHeap } from "../../src/internal/timerHeap.js"
+import { QueueEntry, TimerQueue } from "../../src/internal/timerQueue.js"
 import {
   fmtBytes,
   fmtCount,
@@ -101,12 +101,12 @@ const nodeTimers = (delays: Int32Array, handles: Array<unknown>): Impl => {
   }
 }
 
-class BenchEntry extends HeapEntry {}
+class BenchEntry extends QueueEntry {}
 
 const rawHeap = (delays: Int32Array, handles: Array<unknown>): Impl => {
-  const heap = new TimerHeap<BenchEntry>()
+  const heap = new TimerQueue<BenchEntry>()
   return {
-    name: "tickwork TimerHeap (internal)",
+    name: "tickwork TimerQueue (internal)",
     schedule: async (n) => {
       const t0 = performance.now()
       const now = Date.now()
