@@ -7,9 +7,9 @@
  * (its services and its `actor` log annotation) before its drain, exactly what a fiber of its own would have seen.
  *
  * A batch fiber is started with `immediate`, so it runs synchronously until it finishes or suspends. When a handler
- * suspends (it sleeps, awaits a reply, or yields after `throughput` messages) the batch fiber stays with that actor
- * and the dispatcher starts a new batch fiber for the rest of the queue: a slow handler never holds up another
- * actor. The suspended fiber finishes its actor's drain when it resumes and then ends, because the queue now belongs
+ * suspends (it sleeps or awaits a reply, or Effect's run loop yields after 2,048 operations) the batch fiber stays
+ * with that actor and the dispatcher starts a new batch fiber for the rest of the queue: a slow handler never holds
+ * up another actor. An actor that has handled `throughput` messages in a row goes to the back of the queue. The suspended fiber finishes its actor's drain when it resumes and then ends, because the queue now belongs
  * to the newer batch (an epoch counter says which one owns it).
  *
  * Ticks fired in a driver turn are run by `flush` at the end of the turn, inside it. Other wake-ups (a tell from a
@@ -78,10 +78,6 @@ export class Dispatcher {
   flushTurn(): void {
     this.microFlushes = 0
     this.flush()
-  }
-
-  get pending(): number {
-    return this.ready.length - this.head
   }
 
   /** Runs the queued drains now, on as few batch fibers as their handlers allow. */
