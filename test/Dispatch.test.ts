@@ -74,6 +74,31 @@ describe("actors sharing dispatcher fibers", () => {
     }).pipe(Effect.provide(Layer.merge(SystemLive, layer)))
   })
 
+  it.scoped("after `throughput` messages in a row an actor lets the other ready actors go first", () =>
+    Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const handled: Array<string> = []
+      const Recorder = Actor.make<number>()({
+        receive: (n, ctx) =>
+          Effect.sync(() => {
+            handled.push(`${ctx.path}#${n}`)
+          })
+      })
+      const busy = yield* system.spawn(Recorder, "busy")
+      const other = yield* system.spawn(Recorder, "other")
+      for (let i = 0; i < 100; i++) yield* busy.tell(i)
+      yield* other.tell(0)
+      yield* Effect.yieldNow()
+      while (handled.length < 101) yield* Effect.yieldNow()
+      // throughput 10: the busy actor handles 10, then the other actor's message comes before the busy actor's rest
+      assert.strictEqual(handled.indexOf("/user/other#0"), 10)
+      assert.deepStrictEqual(
+        handled.filter((entry) => entry.startsWith("/user/busy")),
+        Array.from({ length: 100 }, (_, i) => `/user/busy#${i}`)
+      )
+    }).pipe(Effect.provide(ActorSystem.layer({ name: "fair", throughput: 10 })))
+  )
+
   it.scoped("actors that keep telling each other leave room for other fibers and for timers", () =>
     Effect.gen(function* () {
       const system = yield* ActorSystem.ActorSystem
