@@ -74,6 +74,28 @@ describe("actors sharing dispatcher fibers", () => {
     }).pipe(Effect.provide(Layer.merge(SystemLive, layer)))
   })
 
+  it.scoped("a handler written as Effect.sync that throws is supervised like any other defect", () =>
+    Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const probe = yield* TestProbe.make<string>()
+      const Fragile = Actor.make<"boom" | "ping">()({
+        preStart: () => probe.ref.tell("started"),
+        receive: (msg) =>
+          Effect.sync(() => {
+            if (msg === "boom") throw new Error("boom")
+            probe.ref.unsafeTell("pong")
+          })
+      })
+      const ref = yield* system.spawn(Fragile, "fragile")
+      yield* ref.tell("boom")
+      yield* ref.tell("ping")
+      // the guardian restarts it (preStart again), and the next message is handled by the new incarnation
+      assert.deepStrictEqual(yield* probe.expectMessage, "started")
+      assert.deepStrictEqual(yield* probe.expectMessage, "started")
+      assert.deepStrictEqual(yield* probe.expectMessage, "pong")
+    }).pipe(Effect.provide(SystemLive))
+  )
+
   it.scoped("after `throughput` messages in a row an actor lets the other ready actors go first", () =>
     Effect.gen(function* () {
       const system = yield* ActorSystem.ActorSystem
