@@ -42,7 +42,7 @@ import { delayMillis, intervalMillis } from "./duration.js"
 import { EventStreamImpl } from "./eventStream.js"
 import { isolated, withoutParentSpan } from "./logContext.js"
 import { type Delivery, FunctionRef } from "./refs.js"
-import { alreadyCancelled, ScheduledFunction, ScheduledMessage, type SchedulerHost } from "./scheduler.js"
+import { alreadyCancelled, cancelNow, ScheduledFunction, ScheduledMessage, type SchedulerHost } from "./scheduler.js"
 import { TimerDriver } from "./timerDriver.js"
 
 const NO_TAGS: ReadonlyArray<MetricLabel.MetricLabel> = []
@@ -231,7 +231,10 @@ export class SystemImpl implements CellHost, SchedulerHost {
           (parsed): Cancellable => {
             if (this.terminating) return alreadyCancelled
             const reference = options.reference
-            if (reference !== undefined) this.byReference.get(reference)?.handle.unsafeCancel()
+            if (reference !== undefined) {
+              const previous = this.byReference.get(reference)
+              if (previous !== undefined) cancelNow(previous)
+            }
             const entry = new ScheduledMessage(
               this,
               target,
@@ -245,7 +248,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
             if (reference !== undefined) this.byReference.set(reference, entry)
             this.pendingSchedules++
             this.driver.schedule(entry, first)
-            return entry.handle
+            return entry
           }
         )
       )
@@ -255,7 +258,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
         Effect.suspend(() => {
           const entry = this.byReference.get(reference)
           if (entry === undefined) return Effect.fail(new ScheduledReferenceNotFound({ reference }))
-          return Effect.asVoid(entry.handle.cancel)
+          return Effect.asVoid(entry.cancel)
         }),
       scheduleOnce: (delay, target, msg, sender) => message(delay, 0, target, msg, sender),
       scheduleOnceFunction: (delay, effect) => task(delay, 0, effect),
@@ -275,7 +278,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
   private arm(entry: ScheduledMessage | ScheduledFunction, delay: number): Cancellable {
     this.pendingSchedules++
     this.driver.schedule(entry, this.driver.now() + delay)
-    return entry.handle
+    return entry
   }
 
   release(entry: ScheduledMessage | ScheduledFunction): void {
@@ -333,7 +336,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
         Effect.suspend(() => {
           // The actors are stopped, so a one-shot message still queued has settled; what is left is in the engine.
           for (const entry of this.driver.queue.toArray()) {
-            if (entry instanceof ScheduledMessage || entry instanceof ScheduledFunction) entry.handle.unsafeCancel()
+            if (entry instanceof ScheduledMessage || entry instanceof ScheduledFunction) cancelNow(entry)
           }
           this.byReference.clear()
           for (const cell of this.cells) cell.cancelTimers()

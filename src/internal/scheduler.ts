@@ -41,13 +41,17 @@ const settleDone = (entry: Settling & ScheduledEntry): void => {
 }
 
 /** Cancels; true when this stopped an active schedule. */
-const settleCancelled = (entry: Settling & ScheduledEntry): boolean => {
+export const cancelNow = (entry: Settling & ScheduledEntry): boolean => {
   if (entry.state !== State.Pending) return false
   entry.state = State.Cancelled
   entry.host.driver.cancel(entry)
   entry.host.release(entry)
   return true
 }
+
+/** `Cancellable.cancel` and `isCancelled` of both kinds of entry. */
+const cancelEffect = (entry: Settling & ScheduledEntry): Effect.Effect<boolean> => Effect.sync(() => cancelNow(entry))
+const cancelledEffect = (entry: Settling): Effect.Effect<boolean> => Effect.sync(() => entry.state === State.Cancelled)
 
 interface MessageExtra {
   readonly replyTo: ActorRef<any> | undefined
@@ -90,22 +94,13 @@ export class ScheduledMessage extends MailboxTick implements Cancellable, Settli
     return this.extra?.reference
   }
 
-  /** The `Cancellable` handed to the caller: the entry itself. */
-  get handle(): this {
-    return this
-  }
-
   // Getters rather than fields: a pending schedule costs no effect objects until someone asks.
   get cancel(): Effect.Effect<boolean> {
-    return Effect.sync(() => this.unsafeCancel())
+    return cancelEffect(this)
   }
 
   get isCancelled(): Effect.Effect<boolean> {
-    return Effect.sync(() => this.state === State.Cancelled)
-  }
-
-  unsafeCancel(): boolean {
-    return settleCancelled(this)
+    return cancelledEffect(this)
   }
 
   override get sender(): ActorRef<any> | undefined {
@@ -156,21 +151,13 @@ export class ScheduledFunction extends TimerEntry implements Cancellable, Settli
     super()
   }
 
-  /** The `Cancellable` handed to the caller: the entry itself. */
-  get handle(): this {
-    return this
-  }
-
+  // Getters rather than fields: a pending schedule costs no effect objects until someone asks.
   get cancel(): Effect.Effect<boolean> {
-    return Effect.sync(() => this.unsafeCancel())
+    return cancelEffect(this)
   }
 
   get isCancelled(): Effect.Effect<boolean> {
-    return Effect.sync(() => this.state === State.Cancelled)
-  }
-
-  unsafeCancel(): boolean {
-    return settleCancelled(this)
+    return cancelledEffect(this)
   }
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
