@@ -1,65 +1,17 @@
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck } from "effect"
 import { HeapEntry, TimerHeap } from "../../src/internal/timerHeap.js"
+import { check, drainAll, ENTRIES, Model, type Op, runAgainstModel } from "./timerModel.js"
 
 class Entry extends HeapEntry {
   constructor(readonly id: number) {
     super()
   }
-}
 
-/** The reference model: a list of pending (id, due, seq), kept sorted by (due, seq). */
-class Model {
-  private pending: Array<{ id: number; due: number; seq: number }> = []
-  private nextSeq = 0
-
-  get size(): number {
-    return this.pending.length
-  }
-
-  has(id: number): boolean {
-    return this.pending.some((p) => p.id === id)
-  }
-
-  insert(id: number, due: number): void {
-    this.remove(id)
-    this.pending.push({ id, due, seq: this.nextSeq++ })
-    this.pending.sort((a, b) => a.due - b.due || a.seq - b.seq)
-  }
-
-  remove(id: number): boolean {
-    const i = this.pending.findIndex((p) => p.id === id)
-    if (i < 0) return false
-    this.pending.splice(i, 1)
-    return true
-  }
-
-  peekDue(): number | undefined {
-    return this.pending[0]?.due
-  }
-
-  popDue(now: number): number | undefined {
-    const top = this.pending[0]
-    if (top === undefined || top.due > now) return undefined
-    this.pending.shift()
-    return top.id
-  }
-
-  clear(): Array<number> {
-    const ids = this.pending.map((p) => p.id)
-    this.pending = []
-    return ids
+  get isPending(): boolean {
+    return this.index >= 0
   }
 }
-
-type Op =
-  | { readonly _tag: "insert"; readonly id: number; readonly due: number }
-  | { readonly _tag: "remove"; readonly id: number }
-  | { readonly _tag: "popDue"; readonly now: number }
-  | { readonly _tag: "drain"; readonly now: number }
-  | { readonly _tag: "clear" }
-
-const ENTRIES = 40
 
 const opArb = (maxDue: number): FastCheck.Arbitrary<Op> => {
   const id = FastCheck.integer({ min: 0, max: ENTRIES - 1 })
@@ -73,13 +25,11 @@ const opArb = (maxDue: number): FastCheck.Arbitrary<Op> => {
   )
 }
 
-/** A cheap assertion for hot loops: chai's `assert` costs too much to call hundreds of thousands of times. */
-const check = (ok: boolean, message: () => string): void => {
-  if (!ok) assert.fail(message())
-}
-
-/** White-box look at the heap's array: every parent precedes its children by (due, seq), every slot knows its index. */
-const checkHeapShape = (heap: TimerHeap<Entry>): void => {
+/**
+ * White-box look at the heap's array: every parent precedes its children by (due, seq), every slot knows its index,
+ * and no pending entry claims an index another one holds.
+ */
+const checkHeapShape = (heap: TimerHeap<Entry>, entries: ReadonlyArray<Entry>): void => {
   const items = (heap as unknown as { readonly items: ReadonlyArray<Entry> }).items
   check(items.length === heap.size, () => `size ${heap.size} but ${items.length} slots`)
   items.forEach((e, i) => {
@@ -92,93 +42,18 @@ const checkHeapShape = (heap: TimerHeap<Entry>): void => {
       )
     }
   })
-}
-
-/** Checks every observable property of the heap against the model, plus the index bookkeeping. */
-const checkAgainstModel = (heap: TimerHeap<Entry>, model: Model, entries: ReadonlyArray<Entry>): void => {
-  checkHeapShape(heap)
-  check(heap.size === model.size, () => `size ${heap.size}, model ${model.size}`)
-  check(heap.peekDue() === model.peekDue(), () => `peekDue ${heap.peekDue()}, model ${model.peekDue()}`)
-  const seen = new Set<number>()
   for (const e of entries) {
-    if (model.has(e.id)) {
-      check(e.index >= 0 && e.index < heap.size, () => `entry ${e.id} pending but index ${e.index}`)
-      check(!seen.has(e.index), () => `index ${e.index} used twice`)
-      seen.add(e.index)
-    } else {
-      check(e.index === -1, () => `entry ${e.id} not pending but index ${e.index}`)
-    }
+    check(e.index === -1 || items[e.index] === e, () => `entry ${e.id} claims slot ${e.index}`)
   }
 }
 
 const runOps = (ops: ReadonlyArray<Op>): void => {
   const heap = new TimerHeap<Entry>()
-  const model = new Model()
   const entries = Array.from({ length: ENTRIES }, (_, i) => new Entry(i))
-  const entry = (id: number): Entry => entries[id]!
-  for (const op of ops) {
-    switch (op._tag) {
-      case "insert": {
-        heap.insert(entry(op.id), op.due)
-        model.insert(op.id, op.due)
-        check(entry(op.id).due === op.due, () => `insert did not set due of ${op.id}`)
-        break
-      }
-      case "remove": {
-        const removed = heap.remove(entry(op.id))
-        const expected = model.remove(op.id)
-        check(removed === expected, () => `remove ${op.id}: ${removed}, model ${expected}`)
-        break
-      }
-      case "popDue": {
-        const popped = heap.popDue(op.now)?.id
-        const expected = model.popDue(op.now)
-        check(popped === expected, () => `popDue(${op.now}): ${popped}, model ${expected}`)
-        break
-      }
-      case "drain": {
-        const got: Array<number> = []
-        const want: Array<number> = []
-        let e: Entry | undefined
-        while ((e = heap.popDue(op.now)) !== undefined) {
-          check(e.due <= op.now, () => `drain(${op.now}) popped an entry due at ${e?.due}`)
-          got.push(e.id)
-        }
-        let id: number | undefined
-        while ((id = model.popDue(op.now)) !== undefined) want.push(id)
-        assert.deepStrictEqual(got, want, `drain(${op.now})`)
-        break
-      }
-      case "clear": {
-        const got = heap
-          .clear()
-          .map((e) => e.id)
-          .sort((a, b) => a - b)
-        const want = model.clear().sort((a, b) => a - b)
-        assert.deepStrictEqual(got, want, "clear returns every pending entry")
-        break
-      }
-    }
-    checkAgainstModel(heap, model, entries)
-  }
-  // Finally everything left comes out in (due, seq) order.
-  const rest: Array<number> = []
-  let e: Entry | undefined
-  while ((e = heap.popDue(Number.POSITIVE_INFINITY)) !== undefined) rest.push(e.id)
-  const want: Array<number> = []
-  let id: number | undefined
-  while ((id = model.popDue(Number.POSITIVE_INFINITY)) !== undefined) want.push(id)
-  assert.deepStrictEqual(rest, want, "final drain")
-  assert.strictEqual(heap.size, 0)
-  for (const x of entries) assert.strictEqual(x.index, -1)
+  runAgainstModel(ops, heap, new Model(), entries, () => checkHeapShape(heap, entries))
 }
 
-const drainIds = (heap: TimerHeap<Entry>, now: number): Array<number> => {
-  const out: Array<number> = []
-  let e: Entry | undefined
-  while ((e = heap.popDue(now)) !== undefined) out.push(e.id)
-  return out
-}
+const drainIds = (heap: TimerHeap<Entry>, now: number): Array<number> => drainAll(() => heap.popDue(now)?.id)
 
 const heapOf = (dues: ReadonlyArray<number>): { heap: TimerHeap<Entry>; entries: Array<Entry> } => {
   const heap = new TimerHeap<Entry>()

@@ -1,66 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck } from "effect"
 import { QueueEntry, TimerQueue } from "../../src/internal/timerQueue.js"
+import { check, drainAll, ENTRIES, Model, type Op, runAgainstModel } from "./timerModel.js"
 
 class Entry extends QueueEntry {
   constructor(readonly id: number) {
     super()
   }
 }
-
-/** The reference model: pending (id, due, seq) sorted by (first whole millisecond at or after due, seq). */
-class Model {
-  private pending: Array<{ id: number; due: number; seq: number }> = []
-  private nextSeq = 0
-
-  get size(): number {
-    return this.pending.length
-  }
-
-  has(id: number): boolean {
-    return this.pending.some((p) => p.id === id)
-  }
-
-  insert(id: number, due: number): void {
-    this.remove(id)
-    this.pending.push({ id, due, seq: this.nextSeq++ })
-    this.pending.sort((a, b) => Math.ceil(a.due) - Math.ceil(b.due) || a.seq - b.seq)
-  }
-
-  remove(id: number): boolean {
-    const i = this.pending.findIndex((p) => p.id === id)
-    if (i < 0) return false
-    this.pending.splice(i, 1)
-    return true
-  }
-
-  peekDue(): number | undefined {
-    const top = this.pending[0]
-    return top === undefined ? undefined : Math.ceil(top.due)
-  }
-
-  popDue(now: number): number | undefined {
-    const top = this.pending[0]
-    if (top === undefined || Math.ceil(top.due) > now) return undefined
-    this.pending.shift()
-    return top.id
-  }
-
-  clear(): Array<number> {
-    const ids = this.pending.map((p) => p.id)
-    this.pending = []
-    return ids
-  }
-}
-
-type Op =
-  | { readonly _tag: "insert"; readonly id: number; readonly due: number }
-  | { readonly _tag: "remove"; readonly id: number }
-  | { readonly _tag: "popDue"; readonly now: number }
-  | { readonly _tag: "drain"; readonly now: number }
-  | { readonly _tag: "clear" }
-
-const ENTRIES = 40
 
 /**
  * Dues on a half-millisecond grid, so that whole and fractional due times meet in the same buckets; most are close
@@ -81,10 +28,6 @@ const opArb = (maxDue: number): FastCheck.Arbitrary<Op> => {
     { arbitrary: FastCheck.record({ _tag: FastCheck.constant("drain" as const), now }), weight: 1 },
     { arbitrary: FastCheck.record({ _tag: FastCheck.constant("clear" as const) }), weight: 1 }
   )
-}
-
-const check = (ok: boolean, message: () => string): void => {
-  if (!ok) assert.fail(message())
 }
 
 interface Link {
@@ -130,74 +73,23 @@ const checkShape = (queue: TimerQueue<Entry>): void => {
   check(count === queue.size, () => `size ${queue.size} but ${count} linked entries`)
 }
 
-const drainAll = (pop: () => number | undefined): Array<number> => {
-  const out: Array<number> = []
-  let id: number | undefined
-  while ((id = pop()) !== undefined) out.push(id)
-  return out
-}
+/** The first millisecond of the 1024-ms window holding `millis`. */
+const windowStart = (millis: number): number => Math.floor(millis / 1024) * 1024
 
 const runOps = (ops: ReadonlyArray<Op>): void => {
   const queue = new TimerQueue<Entry>()
-  const model = new Model()
   const entries = Array.from({ length: ENTRIES }, (_, i) => new Entry(i))
-  const entry = (id: number): Entry => entries[id]!
-  for (const op of ops) {
-    switch (op._tag) {
-      case "insert":
-        queue.insert(entry(op.id), op.due)
-        model.insert(op.id, op.due)
-        check(entry(op.id).due === op.due, () => `insert did not keep the exact due of ${op.id}`)
-        break
-      case "remove": {
-        const removed = queue.remove(entry(op.id))
-        const expected = model.remove(op.id)
-        check(removed === expected, () => `remove ${op.id}: ${removed}, model ${expected}`)
-        break
-      }
-      case "popDue": {
-        const popped = queue.popDue(op.now)?.id
-        const expected = model.popDue(op.now)
-        check(popped === expected, () => `popDue(${op.now}): ${popped}, model ${expected}`)
-        break
-      }
-      case "drain":
-        assert.deepStrictEqual(
-          drainAll(() => queue.popDue(op.now)?.id),
-          drainAll(() => model.popDue(op.now)),
-          `drain(${op.now})`
-        )
-        break
-      case "clear":
-        assert.deepStrictEqual(
-          queue
-            .clear()
-            .map((e) => e.id)
-            .sort((a, b) => a - b),
-          model.clear().sort((a, b) => a - b)
-        )
-        break
-    }
-    checkShape(queue)
-    check(queue.size === model.size, () => `size ${queue.size}, model ${model.size}`)
+  runAgainstModel(
+    ops,
+    queue,
+    new Model(Math.ceil),
+    entries,
+    () => checkShape(queue),
     // exact, or the first millisecond of the far window the earliest timer waits in
-    const peek = queue.peekDue()
-    const expected = model.peekDue()
-    const windowStart = expected === undefined ? undefined : Math.floor(expected / 1024) * 1024
-    check(
-      peek === expected || (levels(queue).near.byKey.size === 0 && peek === windowStart),
-      () => `peekDue ${peek}, model ${expected}`
-    )
-    for (const e of entries) {
-      check(e.isPending === model.has(e.id), () => `entry ${e.id} pending ${e.isPending}, model ${model.has(e.id)}`)
-    }
-  }
-  assert.deepStrictEqual(
-    drainAll(() => queue.popDue(Number.POSITIVE_INFINITY)?.id),
-    drainAll(() => model.popDue(Number.POSITIVE_INFINITY)),
-    "final drain"
+    (peek, expected) =>
+      peek === expected ||
+      (expected !== undefined && levels(queue).near.byKey.size === 0 && peek === windowStart(expected))
   )
-  assert.strictEqual(queue.size, 0)
 }
 
 const queueOf = (dues: ReadonlyArray<number>) => {
