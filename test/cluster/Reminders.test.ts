@@ -103,67 +103,75 @@ const assertOnTime = (times: ReadonlyArray<number>, dueOf: (i: number) => number
     assert.isAtMost(t, dueOf(i) + 1_000)
   })
 
+/** A test on one runner with a fresh subject kind, the clock moved past zero first. */
+const withSubject = <A, E>(
+  body: (subject: ReturnType<typeof makeSubject>) => Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof runner>>>
+) => {
+  const subject = makeSubject()
+  return Effect.zipRight(TestClock.adjust(1), body(subject)).pipe(Effect.provide(runner(subject.kind)))
+}
+
 describe("Reminders", () => {
-  it.effect("a reminder reactivates a passivated grain", () => {
-    const { events, kind } = makeSubject()
-    return Effect.gen(function* () {
-      yield* TestClock.adjust(1)
-      assert.strictEqual(yield* ask(kind, { _tag: "After", name: "wake", label: "wake", delay: 60_000 }), "ok")
-      yield* advance(30)
-      assert.deepStrictEqual(events, ["activate#1", "deactivate#1"])
-      yield* advance(32)
-      // Due at 60 001; delivered within the storage poll interval (1 s here), by a new activation.
-      assert.strictEqual(events.length, 4)
-      assert.strictEqual(events[2], "activate#2")
-      const [label, at] = events[3]!.split(/[@#]/)
-      assert.strictEqual(label, "wake")
-      assert.isAtLeast(Number(at), 60_001)
-      assert.isAtMost(Number(at), 61_001)
-      // A one-shot is gone once delivered.
-      assert.strictEqual(yield* ask(kind, { _tag: "List" }), "")
-    }).pipe(Effect.provide(runner(kind)))
-  })
+  it.effect("a reminder reactivates a passivated grain", () =>
+    withSubject(({ events, kind }) =>
+      Effect.gen(function* () {
+        assert.strictEqual(yield* ask(kind, { _tag: "After", name: "wake", label: "wake", delay: 60_000 }), "ok")
+        yield* advance(30)
+        assert.deepStrictEqual(events, ["activate#1", "deactivate#1"])
+        yield* advance(32)
+        // Due at 60 001; delivered within the storage poll interval (1 s here), by a new activation.
+        assert.strictEqual(events.length, 4)
+        assert.strictEqual(events[2], "activate#2")
+        const [label, at] = events[3]!.split(/[@#]/)
+        assert.strictEqual(label, "wake")
+        assert.isAtLeast(Number(at), 60_001)
+        assert.isAtMost(Number(at), 61_001)
+        // A one-shot is gone once delivered.
+        assert.strictEqual(yield* ask(kind, { _tag: "List" }), "")
+      })
+    )
+  )
 
-  it.effect("a periodic reminder keeps its grid", () => {
-    const { events, kind } = makeSubject()
-    return Effect.gen(function* () {
-      yield* TestClock.adjust(1)
-      yield* ask(kind, { _tag: "After", name: "beat", label: "beat", delay: 15_000, period: 15_000 })
-      yield* advance(62)
-      const times = firedTimes(events)
-      assert.strictEqual(times.length, 4)
-      assertOnTime(times, (i) => 1 + 15_000 * (i + 1))
-      assert.strictEqual(yield* ask(kind, { _tag: "List" }), `beat:${1 + 15_000 * 5}`)
-    }).pipe(Effect.provide(runner(kind)))
-  })
+  it.effect("a periodic reminder keeps its grid", () =>
+    withSubject(({ events, kind }) =>
+      Effect.gen(function* () {
+        yield* ask(kind, { _tag: "After", name: "beat", label: "beat", delay: 15_000, period: 15_000 })
+        yield* advance(62)
+        const times = firedTimes(events)
+        assert.strictEqual(times.length, 4)
+        assertOnTime(times, (i) => 1 + 15_000 * (i + 1))
+        assert.strictEqual(yield* ask(kind, { _tag: "List" }), `beat:${1 + 15_000 * 5}`)
+      })
+    )
+  )
 
-  it.effect("unregister stops a reminder, including an occurrence already persisted", () => {
-    const { events, kind } = makeSubject()
-    return Effect.gen(function* () {
-      yield* TestClock.adjust(1)
-      yield* ask(kind, { _tag: "After", name: "r", label: "r", delay: 5_000, period: 5_000 })
-      yield* advance(3)
-      assert.strictEqual(yield* ask(kind, { _tag: "Unregister", name: "r" }), "true")
-      assert.strictEqual(yield* ask(kind, { _tag: "Unregister", name: "r" }), "false")
-      yield* advance(30)
-      assert.deepStrictEqual(fired(events), [])
-      assert.strictEqual(yield* ask(kind, { _tag: "List" }), "")
-    }).pipe(Effect.provide(runner(kind)))
-  })
+  it.effect("unregister stops a reminder, including an occurrence already persisted", () =>
+    withSubject(({ events, kind }) =>
+      Effect.gen(function* () {
+        yield* ask(kind, { _tag: "After", name: "r", label: "r", delay: 5_000, period: 5_000 })
+        yield* advance(3)
+        assert.strictEqual(yield* ask(kind, { _tag: "Unregister", name: "r" }), "true")
+        assert.strictEqual(yield* ask(kind, { _tag: "Unregister", name: "r" }), "false")
+        yield* advance(30)
+        assert.deepStrictEqual(fired(events), [])
+        assert.strictEqual(yield* ask(kind, { _tag: "List" }), "")
+      })
+    )
+  )
 
-  it.effect("re-registering a name replaces the reminder; the old occurrence is dropped", () => {
-    const { events, kind } = makeSubject()
-    return Effect.gen(function* () {
-      yield* TestClock.adjust(1)
-      yield* ask(kind, { _tag: "After", name: "r", label: "old", delay: 5_000 })
-      yield* ask(kind, { _tag: "After", name: "r", label: "new", delay: 20_000 })
-      yield* advance(30)
-      assert.deepStrictEqual(
-        fired(events).map((e) => e.split("@")[0]),
-        ["new"]
-      )
-    }).pipe(Effect.provide(runner(kind)))
-  })
+  it.effect("re-registering a name replaces the reminder; the old occurrence is dropped", () =>
+    withSubject(({ events, kind }) =>
+      Effect.gen(function* () {
+        yield* ask(kind, { _tag: "After", name: "r", label: "old", delay: 5_000 })
+        yield* ask(kind, { _tag: "After", name: "r", label: "new", delay: 20_000 })
+        yield* advance(30)
+        assert.deepStrictEqual(
+          fired(events).map((e) => e.split("@")[0]),
+          ["new"]
+        )
+      })
+    )
+  )
 
   it.scoped("a registration the cluster refuses registers nothing and leaves the reminder it was to replace", () => {
     const { kind } = makeSubject()
@@ -206,90 +214,96 @@ describe("Reminders", () => {
     })
   })
 
-  it.effect("list shows each reminder's next due time; registerFor / listFor / unregisterFor work from outside", () => {
-    const { kind } = makeSubject()
-    return Effect.gen(function* () {
-      yield* TestClock.adjust(1)
-      yield* ask(kind, { _tag: "After", name: "b", label: "b", delay: 2_000, period: 60_000 })
-      const info = yield* Reminders.registerFor(
-        kind,
-        "g",
-        "a",
-        { _tag: "Fired", label: "a" },
-        Reminders.cron("0 0 * * * ?")
-      )
-      assert.deepStrictEqual(info, {
-        name: "a",
-        nextDue: 3_600_000,
-        periodMillis: undefined,
-        cron: "0 0 * * * ?",
-        timeZone: "UTC"
-      })
-      assert.strictEqual(yield* ask(kind, { _tag: "List" }), "a:3600000,b:2001")
-      const listed = yield* Reminders.listFor(kind, "g")
-      assert.deepStrictEqual(
-        listed.map((r) => [r.name, r.periodMillis]),
-        [
-          ["a", undefined],
-          ["b", 60_000]
-        ]
-      )
-      assert.isTrue(yield* Reminders.unregisterFor(kind, "g", "a"))
-      assert.strictEqual(yield* ask(kind, { _tag: "List" }), "b:2001")
-    }).pipe(Effect.provide(runner(kind)))
-  })
-
-  it.effect("cron reminders fire at the expression's instants, in UTC by default", () => {
-    const { events, kind } = makeSubject()
-    return Effect.gen(function* () {
-      yield* TestClock.adjust(1)
-      assert.strictEqual(yield* ask(kind, { _tag: "Cron", name: "c", label: "c", expression: "*/20 * * * * ?" }), "ok")
-      yield* advance(61)
-      const times = firedTimes(events)
-      assert.strictEqual(times.length, 3)
-      assertOnTime(times, (i) => 20_000 * (i + 1))
-    }).pipe(Effect.provide(runner(kind)))
-  })
-
-  it.effect("bad input is a typed error and registers nothing", () => {
-    const { kind } = makeSubject()
-    return Effect.gen(function* () {
-      yield* TestClock.adjust(1)
-      assert.strictEqual(yield* ask(kind, { _tag: "After", name: "", label: "x", delay: 1_000 }), "InvalidReminderName")
-      assert.strictEqual(
-        yield* ask(kind, { _tag: "After", name: "p", label: "x", delay: 1_000, period: 0 }),
-        "InvalidTimerInterval"
-      )
-      assert.strictEqual(
-        yield* ask(kind, { _tag: "After", name: "p", label: "x", delay: 1_000, period: -5 }),
-        "InvalidTimerInterval"
-      )
-      assert.strictEqual(yield* ask(kind, { _tag: "After", name: "d", label: "x", delay: -1 }), "InvalidTimerDelay")
-      assert.strictEqual(
-        yield* ask(kind, { _tag: "Cron", name: "c", label: "x", expression: "not a cron" }),
-        "InvalidCronExpression"
-      )
-      assert.strictEqual(
-        yield* ask(kind, { _tag: "Cron", name: "c", label: "x", expression: "0 0 0 1 1 ? 1970" }),
-        "ReminderNeverFires"
-      )
-      const badMessage = yield* Effect.flip(
-        Reminders.registerFor(kind, "g", "m", { _tag: "Fired", label: 7 } as unknown as Msg, Reminders.after(1_000))
-      )
-      assert.strictEqual(badMessage._tag, "InvalidGrainMessage")
-      const badZone = yield* Effect.flip(
-        Reminders.registerFor(
+  it.effect("list shows each reminder's next due time; registerFor / listFor / unregisterFor work from outside", () =>
+    withSubject(({ kind }) =>
+      Effect.gen(function* () {
+        yield* ask(kind, { _tag: "After", name: "b", label: "b", delay: 2_000, period: 60_000 })
+        const info = yield* Reminders.registerFor(
           kind,
           "g",
-          "z",
-          { _tag: "Fired", label: "z" },
-          Reminders.cron("0 * * * * ?", { timeZone: "Mars/Olympus" })
+          "a",
+          { _tag: "Fired", label: "a" },
+          Reminders.cron("0 0 * * * ?")
         )
-      )
-      assert.strictEqual(badZone._tag, "InvalidCronExpression")
-      assert.strictEqual(yield* ask(kind, { _tag: "List" }), "")
-    }).pipe(Effect.provide(runner(kind)))
-  })
+        assert.deepStrictEqual(info, {
+          name: "a",
+          nextDue: 3_600_000,
+          periodMillis: undefined,
+          cron: "0 0 * * * ?",
+          timeZone: "UTC"
+        })
+        assert.strictEqual(yield* ask(kind, { _tag: "List" }), "a:3600000,b:2001")
+        const listed = yield* Reminders.listFor(kind, "g")
+        assert.deepStrictEqual(
+          listed.map((r) => [r.name, r.periodMillis]),
+          [
+            ["a", undefined],
+            ["b", 60_000]
+          ]
+        )
+        assert.isTrue(yield* Reminders.unregisterFor(kind, "g", "a"))
+        assert.strictEqual(yield* ask(kind, { _tag: "List" }), "b:2001")
+      })
+    )
+  )
+
+  it.effect("cron reminders fire at the expression's instants, in UTC by default", () =>
+    withSubject(({ events, kind }) =>
+      Effect.gen(function* () {
+        assert.strictEqual(
+          yield* ask(kind, { _tag: "Cron", name: "c", label: "c", expression: "*/20 * * * * ?" }),
+          "ok"
+        )
+        yield* advance(61)
+        const times = firedTimes(events)
+        assert.strictEqual(times.length, 3)
+        assertOnTime(times, (i) => 20_000 * (i + 1))
+      })
+    )
+  )
+
+  it.effect("bad input is a typed error and registers nothing", () =>
+    withSubject(({ kind }) =>
+      Effect.gen(function* () {
+        assert.strictEqual(
+          yield* ask(kind, { _tag: "After", name: "", label: "x", delay: 1_000 }),
+          "InvalidReminderName"
+        )
+        assert.strictEqual(
+          yield* ask(kind, { _tag: "After", name: "p", label: "x", delay: 1_000, period: 0 }),
+          "InvalidTimerInterval"
+        )
+        assert.strictEqual(
+          yield* ask(kind, { _tag: "After", name: "p", label: "x", delay: 1_000, period: -5 }),
+          "InvalidTimerInterval"
+        )
+        assert.strictEqual(yield* ask(kind, { _tag: "After", name: "d", label: "x", delay: -1 }), "InvalidTimerDelay")
+        assert.strictEqual(
+          yield* ask(kind, { _tag: "Cron", name: "c", label: "x", expression: "not a cron" }),
+          "InvalidCronExpression"
+        )
+        assert.strictEqual(
+          yield* ask(kind, { _tag: "Cron", name: "c", label: "x", expression: "0 0 0 1 1 ? 1970" }),
+          "ReminderNeverFires"
+        )
+        const badMessage = yield* Effect.flip(
+          Reminders.registerFor(kind, "g", "m", { _tag: "Fired", label: 7 } as unknown as Msg, Reminders.after(1_000))
+        )
+        assert.strictEqual(badMessage._tag, "InvalidGrainMessage")
+        const badZone = yield* Effect.flip(
+          Reminders.registerFor(
+            kind,
+            "g",
+            "z",
+            { _tag: "Fired", label: "z" },
+            Reminders.cron("0 * * * * ?", { timeZone: "Mars/Olympus" })
+          )
+        )
+        assert.strictEqual(badZone._tag, "InvalidCronExpression")
+        assert.strictEqual(yield* ask(kind, { _tag: "List" }), "")
+      })
+    )
+  )
 
   it.effect("missed while the whole cluster was down: fires once on recovery, then continues on the grid", () => {
     const { events, kind } = makeSubject()
