@@ -92,7 +92,7 @@ enum Completion {
   Receive = 0,
   /** A tick's own handler: the value is ignored; a failure goes to supervision. */
   Tick = 1,
-  /** The actor's own machinery (start, stop, a yield): a failure is an internal defect. */
+  /** The actor's own machinery (start, stop, a child's escalation): a failure is an internal defect. */
   Internal = 2
 }
 

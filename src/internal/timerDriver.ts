@@ -217,7 +217,7 @@ export class TimerDriver {
       )
     )
     if (this.runtime === undefined) {
-      // The primary has not started yet; it will look at the heap when it does.
+      // The primary has not started yet; it will look at the queue when it does.
       retarget(undefined)
       return
     }

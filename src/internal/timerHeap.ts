@@ -1,14 +1,12 @@
 /**
- * An indexed binary min-heap; the timer queue (`timerQueue.ts`) keeps its per-millisecond buckets in one.
+ * An indexed binary min-heap; the timer queue (`timerQueue.ts`) keeps the buckets of each of its levels in one.
  *
  * It is pure: it never reads a clock; the caller passes `now`. Entries are ordered by (due, seq), where `seq` is the
- * insertion order, so equal deadlines come out in the order they were scheduled. Each entry remembers its own index,
- * which makes `remove` O(log n) without searching and lets an entry know whether it is pending (`index >= 0`).
- *
- * A heap rather than a wheel for now: it keeps ~90 bytes per timer (DESIGN §2) and is exact to the millisecond.
+ * insertion order, so equal keys come out in the order they were inserted. Each entry remembers its own index, which
+ * makes `remove` O(log n) without searching and lets an entry know whether it is pending (`index >= 0`).
  */
 
-/** A timer as the heap sees it. Concrete timer kinds extend this class, so a timer is one allocation. */
+/** An entry as the heap sees it (a bucket of the timer queue); subclasses add their payload, so it is one allocation. */
 export abstract class HeapEntry {
   /** Epoch millis at which the entry is due. */
   due = 0
