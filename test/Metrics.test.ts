@@ -37,4 +37,28 @@ describe("Metrics", () => {
       yield* program.pipe(Effect.provide(system))
     })
   )
+
+  it.effect("ticks handled after a handler suspended are counted when its drain ends", () =>
+    Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const before = yield* count(Metrics.ticksDelivered("scheduler_message"))
+      const handled: Array<number> = []
+      // the first message sleeps: the rest of the drain runs on the resumed fiber, outside any flush
+      const Slow = Actor.make<number>()({
+        receive: (i) =>
+          Effect.zipRight(
+            i === 0 ? Effect.sleep("50 millis") : Effect.void,
+            Effect.sync(() => handled.push(i))
+          )
+      })
+      const slow = yield* system.spawn(Slow, "slow")
+      for (let i = 0; i < 5; i++) yield* system.scheduler.scheduleOnce("10 millis", slow, i)
+      yield* TestClock.adjust("10 millis")
+      assert.deepStrictEqual(handled, [])
+      assert.strictEqual((yield* count(Metrics.ticksDelivered("scheduler_message"))) - before, 1)
+      yield* TestClock.adjust("50 millis")
+      assert.deepStrictEqual(handled, [0, 1, 2, 3, 4])
+      assert.strictEqual((yield* count(Metrics.ticksDelivered("scheduler_message"))) - before, 5)
+    }).pipe(Effect.provide(ActorSystem.layer({ name: "metrics-resumed" })))
+  )
 })

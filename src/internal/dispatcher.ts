@@ -31,6 +31,7 @@ import type * as Fiber from "effect/Fiber"
 import * as FiberRefs from "effect/FiberRefs"
 import * as Runtime from "effect/Runtime"
 import * as Scheduler from "effect/Scheduler"
+import { flushMetrics } from "./metrics.js"
 
 /**
  * An actor's drain as the dispatcher runs it: `enter` on the batch fiber, then `next` until it returns undefined,
@@ -111,6 +112,7 @@ export class Dispatcher {
       this.head = 0
     } finally {
       this.flushing = false
+      flushMetrics()
     }
   }
 
@@ -142,7 +144,11 @@ export class Dispatcher {
     const step: Effect.Effect<void> = Effect.withFiberRuntime((fiber) => {
       for (;;) {
         if (current === undefined) {
-          if (!this.flushing || this.epoch !== epoch || this.head >= this.ready.length) return Effect.void
+          if (!this.flushing || this.epoch !== epoch || this.head >= this.ready.length) {
+            // A batch fiber resumed outside a flush has handled ticks no flush will count.
+            if (!this.flushing) flushMetrics()
+            return Effect.void
+          }
           current = this.ready[this.head]!
           this.ready[this.head++] = undefined as never
           if (!current.enter(fiber)) {

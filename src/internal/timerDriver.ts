@@ -19,6 +19,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
+import { flushMetrics } from "./metrics.js"
 import { QueueEntry, TimerQueue } from "./timerQueue.js"
 
 /** A timer kind: what happens when its deadline passes. */
@@ -40,6 +41,19 @@ const MAX_SLEEP_MILLIS = 2 ** 31 - 1
 
 /** Entries fired in one turn before the driver yields to the event loop. */
 const BATCH = 50_000
+
+/** How long before a window of far timers starts the driver begins to open it. */
+const OPEN_AHEAD_MILLIS = 1_000
+
+/** Timers moved per step of opening a window ahead of time (~1 ms of work), between yields to the event loop. */
+const OPEN_STEP = 8_192
+
+/**
+ * Entries fired before the drains they made ready are run (`afterFire`), within a turn. Handling a tick soon after it
+ * fired finds the timer's record still in the CPU cache: 1M overdue ticks drained ~1.35x faster than with one run of
+ * drains per 50,000-entry batch.
+ */
+const FIRE_CHUNK = 1_024
 
 export class TimerDriver {
   readonly queue = new TimerQueue<TimerEntry>()
@@ -128,7 +142,10 @@ export class TimerDriver {
     let entry: TimerEntry | undefined
     this.firing = true
     while (budget-- > 0 && (entry = this.queue.popDue(now)) !== undefined) {
-      this.stats.fired++
+      if (++this.stats.fired % FIRE_CHUNK === 0) {
+        this.endFiring()
+        this.firing = true
+      }
       const more = entry.fire(now, this)
       if (more !== undefined) {
         // Rare path: finish this entry's effect, then continue with the rest of the due entries.
@@ -144,6 +161,7 @@ export class TimerDriver {
   private endFiring(): void {
     this.firing = false
     this.afterFire()
+    flushMetrics()
   }
 
   /** Sleeps `delay` ms through the clock; 0 still yields to the event loop on the live clock. */
@@ -170,18 +188,35 @@ export class TimerDriver {
     })
   })
 
-  /** Between two turns of the primary: park, sleep to the next due time, or just yield when already behind. */
+  /**
+   * Between two turns of the primary: park, sleep to the next due time, or just yield when already behind. A window of
+   * far timers that starts within `OPEN_AHEAD_MILLIS` is opened here, a step per turn, so its timers are sorted
+   * before they come due.
+   */
   private rest(): Effect.Effect<void> {
     const size = this.queue.size
     this.onTurn(size)
+    const now = this.now()
+    const openAt = this.openAhead(now)
     const next = this.queue.peekDue()
     if (next === undefined) {
       this.plannedWake = Number.POSITIVE_INFINITY
       return this.park
     }
-    const delay = next - this.now()
-    this.plannedWake = delay <= 0 ? Number.NEGATIVE_INFINITY : next
+    const wake = Math.min(next, openAt)
+    const delay = wake - now
+    this.plannedWake = delay <= 0 ? Number.NEGATIVE_INFINITY : wake
     return this.sleepFor(delay)
+  }
+
+  /** Takes one step of opening the next window if it starts soon; returns when the next step is due. */
+  private openAhead(now: number): number {
+    const start = this.queue.nextWindowStart()
+    if (start === undefined) return Number.POSITIVE_INFINITY
+    if (start - OPEN_AHEAD_MILLIS > now) return start - OPEN_AHEAD_MILLIS
+    this.queue.openAhead(OPEN_STEP)
+    const after = this.queue.nextWindowStart()
+    return after === undefined ? Number.POSITIVE_INFINITY : Math.max(after - OPEN_AHEAD_MILLIS, now)
   }
 
   /** An early fiber: sleeps to `target`, fires, and goes on while something is due before the primary wakes. */

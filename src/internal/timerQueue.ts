@@ -4,10 +4,12 @@
  * It is pure: it never reads a clock; the caller passes `now`. Two levels:
  * - **near**: one bucket per whole millisecond (a timer due at 1000.4 ms fires at 1001, the first whole millisecond at
  *   or after its due time), for every timer in the windows opened so far;
- * - **far**: one bucket per window of `WINDOW` milliseconds, for timers in later windows. When the near level runs
- *   empty, the earliest far bucket is opened: its timers move to their millisecond buckets, in the order they were
- *   scheduled, and later timers for that window go straight to the near level. Every near timer therefore precedes
- *   every far timer, and equal deadlines come out in scheduling order.
+ * - **far**: one bucket per window of `WINDOW` milliseconds, for timers in later windows. A window is opened when
+ *   time reaches it (`popDue`), or earlier and in steps (`openAhead`, which the driver calls before a window starts, so
+ *   that sorting a million timers into milliseconds does not make the first of them late): its timers move to their
+ *   millisecond buckets, oldest first, and later timers for that window go straight to the near level. Windows open
+ *   earliest first, nothing fires while an earlier window is still closed, and a window being opened takes new timers
+ *   at its end, so timers come out by due millisecond and equal deadlines in scheduling order.
  *
  * Scheduling is a map lookup and a link, cancelling an unlink, firing walks a list; only the first timer of a
  * millisecond or window pays a heap insert, O(log b) in the number of buckets. Against a binary heap of timers (one
@@ -61,12 +63,22 @@ class Level {
   readonly byKey = new Map<number, Bucket>()
 
   add(entry: QueueEntry, key: number): void {
+    this.append(entry, this.bucket(key))
+  }
+
+  /** The bucket for `key`, made (and put in the heap) if there is none. */
+  bucket(key: number): Bucket {
     let bucket = this.byKey.get(key)
     if (bucket === undefined) {
       bucket = new Bucket(this)
       this.byKey.set(key, bucket)
       this.heap.insert(bucket, key)
     }
+    return bucket
+  }
+
+  /** Links `entry` last in `bucket`. */
+  append(entry: QueueEntry, bucket: Bucket): void {
     const last = bucket.prev
     entry.prev = last
     entry.next = bucket
@@ -91,6 +103,9 @@ export class TimerQueue<E extends QueueEntry> {
   /** The last far window opened: timers up to its end go to the near level. */
   private openUntil = Number.NEGATIVE_INFINITY
   private count = 0
+  /** The near bucket of each millisecond of the window being opened (`slotsWindow`), by offset in the window. */
+  private readonly slots = new Array<Bucket | undefined>(WINDOW + 1)
+  private slotsWindow = Number.NaN
 
   get size(): number {
     return this.count
@@ -115,23 +130,39 @@ export class TimerQueue<E extends QueueEntry> {
   }
 
   /**
-   * The earliest due millisecond; or, while every timer is in a far window that has not opened yet, that window's
-   * first millisecond (a driver waking then finds the window opened by `popDue` and asks again). Undefined when empty.
-   * Windows open only when the caller's time reaches them, so timers far ahead never sit in per-millisecond buckets.
+   * A lower bound of the earliest due time: the earliest near millisecond, or the first millisecond of the earliest
+   * window not opened yet when that is sooner (a driver waking then finds the window opened by `popDue` and asks again).
+   * Undefined when empty. Windows open only when the caller's time reaches them (or `openAhead` opens them), so timers
+   * far ahead never sit in per-millisecond buckets.
    */
   peekDue(): number | undefined {
     const near = this.near.heap.peekDue()
-    if (near !== undefined) return near
+    const window = this.nextWindowStart()
+    return near === undefined || (window !== undefined && window < near) ? window : near
+  }
+
+  /** The first millisecond of the earliest window not fully opened; undefined when there is none. */
+  nextWindowStart(): number | undefined {
     const window = this.far.heap.peekDue()
     return window === undefined ? undefined : window * WINDOW
   }
 
+  /**
+   * Opens the earliest far window ahead of its time, moving at most `budget` of its timers to their milliseconds; true
+   * when it is fully open (or there was none). A window opened in steps keeps taking new timers at its end until it is
+   * fully open, so equal deadlines keep their scheduling order, and `popDue` finishes opening it when its time comes.
+   */
+  openAhead(budget: number): boolean {
+    const bucket = this.far.heap.peek()
+    return bucket === undefined || this.open(bucket, budget)
+  }
+
   /** Removes and returns the earliest entry if its millisecond has come at `now`. */
   popDue(now: number): E | undefined {
-    if (this.near.heap.size === 0) {
-      const window = this.far.heap.peekDue()
-      if (window === undefined || window * WINDOW > now) return undefined
-      this.openNext()
+    let window = this.far.heap.peek()
+    while (window !== undefined && window.due * WINDOW <= now) {
+      this.open(window, Number.POSITIVE_INFINITY)
+      window = this.far.heap.peek()
     }
     const bucket = this.near.heap.peek()
     if (bucket === undefined || bucket.due > now) return undefined
@@ -160,22 +191,39 @@ export class TimerQueue<E extends QueueEntry> {
     }
     this.near.clear()
     this.far.clear()
+    this.slotsWindow = Number.NaN
     this.count = 0
     return all
   }
 
-  /** Moves the earliest far window's timers to their milliseconds, in scheduling order. */
-  private openNext(): void {
-    const bucket = this.far.heap.peek()
-    if (bucket === undefined) return
-    this.far.drop(bucket)
-    this.openUntil = bucket.due
+  /**
+   * Moves up to `budget` timers of the far window `bucket` to their milliseconds, oldest first; true when the window
+   * is then fully open. The near bucket of each millisecond is remembered per window (`slots`), so a move costs no map
+   * lookup: opening 1M timers went from ~210 to ~100 ms.
+   */
+  private open(bucket: Bucket, budget: number): boolean {
+    const window = bucket.due
+    if (this.slotsWindow !== window) {
+      this.slots.fill(undefined)
+      this.slotsWindow = window
+    }
+    const first = window * WINDOW
     let link = bucket.next
-    while (link !== bucket) {
+    while (link !== bucket && budget-- > 0) {
       const entry = link as QueueEntry
       link = entry.next!
-      this.near.add(entry, Math.ceil(entry.due))
+      const slot = Math.ceil(entry.due) - first
+      let near = this.slots[slot]
+      // A remembered bucket that emptied (cancels) has left the heap: make a new one.
+      if (near === undefined || near.index < 0) near = this.slots[slot] = this.near.bucket(first + slot)
+      this.near.append(entry, near)
     }
+    bucket.next = link
+    link.prev = bucket
+    if (link !== bucket) return false
+    this.far.drop(bucket)
+    this.openUntil = Math.max(this.openUntil, window)
+    return true
   }
 
   /** Takes a pending entry out of its list; a bucket left empty leaves its level. */

@@ -440,6 +440,32 @@ describe("TimerDriver", () => {
     })
   )
 
+  it.scoped("a window of far timers is opened in steps a second before it starts; its timers still fire on time", () =>
+    Effect.gen(function* () {
+      const driver = yield* makeDriver
+      const log: Array<Firing> = []
+      // 20,000 timers in the window 4096..5119: more than one opening step
+      const n = 20_000
+      for (let i = 0; i < n; i++) driver.schedule(new Recorder(`t${i}`, log), 5000 + (i % 3))
+      yield* start(driver)
+      yield* TestClock.adjust(3095)
+      assert.strictEqual(driver.queue.nextWindowStart(), 4096) // not yet: the window starts in more than 1 s
+      yield* TestClock.adjust(1)
+      assert.isUndefined(driver.queue.nextWindowStart()) // opened, in steps, at 3096
+      assert.strictEqual(driver.queue.peekDue(), 5000)
+      yield* TestClock.adjust(1903)
+      assert.strictEqual(log.length, 0)
+      yield* TestClock.adjust(3)
+      assert.strictEqual(log.length, n)
+      const order = log.map((f) => Number(f.name.slice(1)))
+      const expected = [0, 1, 2].flatMap((r) =>
+        Array.from({ length: n / 3 + (r < n % 3 ? 1 : 0) }, (_, k) => 3 * k + r)
+      )
+      assert.deepStrictEqual(order, expected)
+      assert.isTrue(log.every((f) => f.now === f.due && f.due === 5000 + (Number(f.name.slice(1)) % 3)))
+    })
+  )
+
   it.effect("the driver fiber keeps running (never completes) while idle", () =>
     Effect.gen(function* () {
       const driver = yield* makeDriver

@@ -12,6 +12,8 @@ export interface Subject<E> {
   clear(): ReadonlyArray<E>
   readonly size: number
   peekDue(): number | undefined
+  /** Work a structure may do ahead of time (the queue opening a window in steps); nothing the model can observe. */
+  openAhead?(budget: number): boolean
 }
 
 export interface ModelEntry {
@@ -73,6 +75,7 @@ export type Op =
   | { readonly _tag: "popDue"; readonly now: number }
   | { readonly _tag: "drain"; readonly now: number }
   | { readonly _tag: "clear" }
+  | { readonly _tag: "openAhead"; readonly budget: number }
 
 /** How many distinct entries the random operations address. */
 export const ENTRIES = 40
@@ -137,6 +140,9 @@ export const runAgainstModel = <E extends ModelEntry>(
         )
         break
       }
+      case "openAhead":
+        subject.openAhead?.(op.budget)
+        break
       case "clear":
         assert.deepStrictEqual(
           subject

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck } from "effect"
 import { QueueEntry, TimerQueue } from "../../src/internal/timerQueue.js"
-import { check, drainAll, ENTRIES, Model, type Op, runAgainstModel } from "./timerModel.js"
+import { check, drainAll, ENTRIES, Model, type Op, runAgainstModel, type Subject } from "./timerModel.js"
 
 class Entry extends QueueEntry {
   constructor(readonly id: number) {
@@ -26,7 +26,14 @@ const opArb = (maxDue: number): FastCheck.Arbitrary<Op> => {
     { arbitrary: FastCheck.record({ _tag: FastCheck.constant("remove" as const), id }), weight: 3 },
     { arbitrary: FastCheck.record({ _tag: FastCheck.constant("popDue" as const), now }), weight: 3 },
     { arbitrary: FastCheck.record({ _tag: FastCheck.constant("drain" as const), now }), weight: 1 },
-    { arbitrary: FastCheck.record({ _tag: FastCheck.constant("clear" as const) }), weight: 1 }
+    { arbitrary: FastCheck.record({ _tag: FastCheck.constant("clear" as const) }), weight: 1 },
+    {
+      arbitrary: FastCheck.record({
+        _tag: FastCheck.constant("openAhead" as const),
+        budget: FastCheck.integer({ min: 1, max: 4 })
+      }),
+      weight: 2
+    }
   )
 }
 
@@ -39,56 +46,81 @@ interface LevelView {
   readonly byKey: Map<number, Link>
 }
 
-const levels = (queue: TimerQueue<Entry>) => queue as unknown as { readonly near: LevelView; readonly far: LevelView }
+interface QueueView {
+  readonly near: LevelView
+  readonly far: LevelView
+  readonly openUntil: number
+}
+
+const levels = (queue: TimerQueue<Entry>) => queue as unknown as QueueView
 
 /**
  * White-box look: near buckets are whole milliseconds, far buckets 1024-ms windows, none empty, every circular list
- * consistent both ways, and every near timer due before every far one.
+ * consistent both ways; every far window is later than the last window opened, and a near timer sits in an opened
+ * window or in one `openAhead` has started to open (`started`).
  */
-const checkShape = (queue: TimerQueue<Entry>): void => {
+const checkShape = (queue: TimerQueue<Entry>, started: ReadonlySet<number>): void => {
   let count = 0
-  let latestNear = Number.NEGATIVE_INFINITY
-  let earliestFar = Number.POSITIVE_INFINITY
+  const { openUntil } = levels(queue)
   for (const [name, level, keyOf] of [
     ["near", levels(queue).near, (millis: number) => millis],
     ["far", levels(queue).far, (millis: number) => Math.floor(millis / 1024)]
   ] as const) {
     for (const [key, bucket] of level.byKey) {
       check(bucket.next !== bucket, () => `${name} bucket ${key} is empty but kept`)
+      if (name === "far") check(key > openUntil, () => `far window ${key} is not after the last opened, ${openUntil}`)
       let prev: Link = bucket
       for (let link = bucket.next!; link !== bucket; link = link.next!) {
         const e = link as unknown as Entry
         const millis = Math.ceil(e.due)
+        const window = Math.floor(millis / 1024)
         check(e.prev === prev, () => `entry ${e.id} has a wrong prev link`)
         check(keyOf(millis) === key, () => `entry ${e.id} due ${e.due} sits in ${name} bucket ${key}`)
-        if (name === "near") latestNear = Math.max(latestNear, millis)
-        else earliestFar = Math.min(earliestFar, millis)
+        if (name === "near") {
+          check(
+            window <= openUntil || started.has(window),
+            () => `entry ${e.id} is near, but its window ${window} was neither opened nor being opened`
+          )
+        }
         prev = link
         count++
       }
       check(bucket.prev === prev, () => `${name} bucket ${key} has a wrong last link`)
     }
   }
-  check(latestNear < earliestFar, () => `a near timer (${latestNear}) is due after a far one (${earliestFar})`)
   check(count === queue.size, () => `size ${queue.size} but ${count} linked entries`)
 }
-
-/** The first millisecond of the 1024-ms window holding `millis`. */
-const windowStart = (millis: number): number => Math.floor(millis / 1024) * 1024
 
 const runOps = (ops: ReadonlyArray<Op>): void => {
   const queue = new TimerQueue<Entry>()
   const entries = Array.from({ length: ENTRIES }, (_, i) => new Entry(i))
+  // The windows `openAhead` has begun to open: their timers may be near before the window is fully open.
+  const started = new Set<number>()
+  const subject: Subject<Entry> = {
+    insert: (entry, due) => queue.insert(entry, due),
+    remove: (entry) => queue.remove(entry),
+    popDue: (now) => queue.popDue(now),
+    clear: () => queue.clear(),
+    peekDue: () => queue.peekDue(),
+    get size() {
+      return queue.size
+    },
+    openAhead: (budget) => {
+      const start = queue.nextWindowStart()
+      if (start !== undefined) started.add(start / 1024)
+      return queue.openAhead(budget)
+    }
+  }
   runAgainstModel(
     ops,
-    queue,
+    subject,
     new Model(Math.ceil),
     entries,
-    () => checkShape(queue),
-    // exact, or the first millisecond of the far window the earliest timer waits in
+    () => checkShape(queue, started),
+    // exact, or a lower bound: the first millisecond of the earliest window not fully open
     (peek, expected) =>
       peek === expected ||
-      (expected !== undefined && levels(queue).near.byKey.size === 0 && peek === windowStart(expected))
+      (expected !== undefined && peek !== undefined && peek <= expected && peek === queue.nextWindowStart())
   )
 }
 
@@ -184,6 +216,54 @@ describe("TimerQueue", () => {
     assert.isUndefined(queue.popDue(4999))
     assert.strictEqual(queue.peekDue(), 5000)
     assert.strictEqual(queue.popDue(5000)?.id, 0)
+  })
+
+  it("openAhead opens the earliest window in steps; timers scheduled meanwhile keep their order", () => {
+    const { queue, entries } = queueOf([3000, 3000.5, 3000, 2100])
+    assert.strictEqual(queue.nextWindowStart(), 2048)
+    assert.isFalse(queue.openAhead(2)) // entries 0 and 1 moved to their milliseconds, 2 and 3 still wait
+    const late = new Entry(9)
+    queue.insert(late, 3000) // window 2 is still being opened: behind entry 2
+    assert.strictEqual(queue.peekDue(), 2048) // a lower bound while the window is not fully open
+    assert.isFalse(queue.openAhead(1))
+    assert.isTrue(queue.openAhead(10))
+    assert.isUndefined(queue.nextWindowStart())
+    assert.strictEqual(queue.peekDue(), 2100)
+    queue.insert(entries[1]!, 3000) // open now: straight to its millisecond, at the end
+    assert.isUndefined(queue.popDue(2099))
+    assert.deepStrictEqual(
+      drainAll(() => queue.popDue(3001)?.id),
+      [3, 0, 2, 9, 1]
+    )
+  })
+
+  it("openAhead: a millisecond emptied by cancels while its window opens gets a new bucket", () => {
+    const { queue, entries } = queueOf([5, 5, 5])
+    assert.isFalse(queue.openAhead(1))
+    assert.isTrue(queue.remove(entries[0]!)) // its millisecond's bucket leaves the near level
+    assert.isFalse(queue.openAhead(1))
+    assert.isTrue(queue.remove(entries[1]!))
+    assert.isTrue(queue.openAhead(1))
+    assert.strictEqual(queue.size, 1)
+    assert.strictEqual(queue.peekDue(), 5)
+    assert.deepStrictEqual(
+      drainAll(() => queue.popDue(5)?.id),
+      [2]
+    )
+  })
+
+  it("a window half opened ahead is finished by popDue, after an earlier window scheduled meanwhile", () => {
+    const { queue } = queueOf([3000, 3001, 3002])
+    assert.isFalse(queue.openAhead(1)) // window 2 half open
+    const early = new Entry(7)
+    queue.insert(early, 1500) // window 1: now the earliest far window
+    assert.strictEqual(queue.peekDue(), 1024)
+    assert.strictEqual(queue.popDue(1500)?.id, 7)
+    assert.isUndefined(queue.popDue(2999))
+    assert.deepStrictEqual(
+      drainAll(() => queue.popDue(3002)?.id),
+      [0, 1, 2]
+    )
   })
 
   it("keeps 100,000 timers in a few hundred milliseconds in order", () => {
