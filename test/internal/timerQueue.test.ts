@@ -37,13 +37,15 @@ const opArb = (maxDue: number): FastCheck.Arbitrary<Op> => {
   )
 }
 
-interface Link {
-  readonly prev: Link | undefined
-  readonly next: Link | undefined
+interface BucketView {
+  readonly items: ReadonlyArray<Entry | undefined>
+  readonly head: number
+  readonly live: number
+  readonly index: number
 }
 
 interface LevelView {
-  readonly byKey: Map<number, Link>
+  readonly byKey: Map<number, BucketView>
 }
 
 interface QueueView {
@@ -55,26 +57,31 @@ interface QueueView {
 const levels = (queue: TimerQueue<Entry>) => queue as unknown as QueueView
 
 /**
- * White-box look: near buckets are whole milliseconds, far buckets 1024-ms windows, none empty, every circular list
- * consistent both ways; every far window is later than the last window opened, and a near timer sits in an opened
- * window or in one `openAhead` has started to open (`started`).
+ * White-box look: near buckets are whole milliseconds, far buckets 1024-ms windows, none empty and all in their heap;
+ * every pending entry knows its place (`slot`) and nothing sits before a bucket's head; holes stay bounded (at most 32
+ * or one per pending entry); every far window is later than the last window opened, and a near timer sits in an
+ * opened window or in one `openAhead` has started to open (`started`).
  */
 const checkShape = (queue: TimerQueue<Entry>, started: ReadonlySet<number>): void => {
   let count = 0
   const { openUntil } = levels(queue)
-  for (const [name, level, keyOf] of [
-    ["near", levels(queue).near, (millis: number) => millis],
-    ["far", levels(queue).far, (millis: number) => Math.floor(millis / 1024)]
+  for (const [name, level, tag, keyOf] of [
+    ["near", levels(queue).near, 0, (millis: number) => millis],
+    ["far", levels(queue).far, 1, (millis: number) => Math.floor(millis / 1024)]
   ] as const) {
     for (const [key, bucket] of level.byKey) {
-      check(bucket.next !== bucket, () => `${name} bucket ${key} is empty but kept`)
+      check(bucket.live > 0, () => `${name} bucket ${key} is empty but kept`)
+      check(bucket.index >= 0, () => `${name} bucket ${key} is not in its heap`)
       if (name === "far") check(key > openUntil, () => `far window ${key} is not after the last opened, ${openUntil}`)
-      let prev: Link = bucket
-      for (let link = bucket.next!; link !== bucket; link = link.next!) {
-        const e = link as unknown as Entry
+      for (let i = 0; i < bucket.head; i++) check(bucket.items[i] === undefined, () => `${name} ${key}: item ${i} left`)
+      let live = 0
+      for (let i = bucket.head; i < bucket.items.length; i++) {
+        const e = bucket.items[i]
+        if (e === undefined) continue
+        live++
         const millis = Math.ceil(e.due)
         const window = Math.floor(millis / 1024)
-        check(e.prev === prev, () => `entry ${e.id} has a wrong prev link`)
+        check(e.slot === i * 2 + tag, () => `entry ${e.id} has slot ${e.slot}, sits at ${i} of ${name} ${key}`)
         check(keyOf(millis) === key, () => `entry ${e.id} due ${e.due} sits in ${name} bucket ${key}`)
         if (name === "near") {
           check(
@@ -82,13 +89,14 @@ const checkShape = (queue: TimerQueue<Entry>, started: ReadonlySet<number>): voi
             () => `entry ${e.id} is near, but its window ${window} was neither opened nor being opened`
           )
         }
-        prev = link
-        count++
       }
-      check(bucket.prev === prev, () => `${name} bucket ${key} has a wrong last link`)
+      check(live === bucket.live, () => `${name} bucket ${key} counts ${bucket.live} pending, holds ${live}`)
+      const holes = bucket.items.length - bucket.head - live
+      check(holes <= Math.max(32, live), () => `${name} bucket ${key} keeps ${holes} holes for ${live} entries`)
+      count += live
     }
   }
-  check(count === queue.size, () => `size ${queue.size} but ${count} linked entries`)
+  check(count === queue.size, () => `size ${queue.size} but ${count} entries in buckets`)
 }
 
 const runOps = (ops: ReadonlyArray<Op>): void => {
@@ -264,6 +272,37 @@ describe("TimerQueue", () => {
       drainAll(() => queue.popDue(3002)?.id),
       [0, 1, 2]
     )
+  })
+
+  it("cancels leave holes that are compacted away, far and near (while a bucket is being popped), in order", () => {
+    const dues = Array.from({ length: 100 }, () => 2000)
+    const { queue, entries } = queueOf(dues) // one far window
+    const far = () => [...levels(queue).far.byKey.values()][0]!
+    for (let i = 0; i < 100; i += 3) queue.remove(entries[i]!) // 34 holes for 66 entries: kept
+    assert.strictEqual(far().items.length, 100)
+    // holes > pending after 17 more: compacted to 49 (in order, slots renumbered); 16 more holes are kept
+    for (let i = 1; i < 100; i += 3) queue.remove(entries[i]!)
+    assert.strictEqual(far().items.length, 49)
+    assert.strictEqual(far().live, 33)
+    assert.isTrue(far().items.every((e, i) => e === undefined || e.slot === i * 2 + 1))
+    for (const e of entries) if (!e.isPending) queue.insert(e, 2000) // back, at the end
+    const expected = [
+      ...Array.from({ length: 33 }, (_, k) => 3 * k + 2),
+      ...Array.from({ length: 100 }, (_, i) => i).filter((i) => i % 3 !== 2)
+    ]
+    const popped = [queue.popDue(2000)!.id, queue.popDue(2000)!.id] // the window opens; two leave the near bucket
+    const near = () => levels(queue).near.byKey.get(2000)!
+    assert.strictEqual(near().head, 2)
+    for (const id of expected.slice(2, 70)) queue.remove(entries[id]!) // compacts from the head on, after 50
+    assert.strictEqual(near().head, 0)
+    assert.strictEqual(near().items.length, 48)
+    assert.strictEqual(near().live, 30)
+    assert.isTrue(near().items.every((e, i) => e === undefined || e.slot === i * 2))
+    assert.deepStrictEqual(
+      [...popped, ...drainAll(() => queue.popDue(2000)?.id)],
+      [...expected.slice(0, 2), ...expected.slice(70)]
+    )
+    assert.strictEqual(queue.size, 0)
   })
 
   it("keeps 100,000 timers in a few hundred milliseconds in order", () => {
