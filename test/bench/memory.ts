@@ -212,9 +212,7 @@ const grainTimers =
   (owners: number, perOwner: number) =>
   async (logs: Layer.Layer<never>): Promise<Held> => {
     let armed = 0
-    // About one activation in 2,000 failed when many activate at once ("preStart failed", a TypeError on `cell.host` in
-    // src/internal/grain.ts: the activation reads its cell before the spawn has set it). The row then counts the
-    // timers in place, and the error logs, and says so.
+    // Should an activation fail, the row counts the timers in place and the error logs, and says so.
     const Holder = Grain.make<"wake" | "tick">()({
       name: "holder",
       onReceive: (ctx) =>
