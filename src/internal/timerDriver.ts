@@ -96,9 +96,12 @@ export class TimerDriver {
   schedule(entry: TimerEntry, due: number): void {
     if (this.closed) return
     this.queue.insert(entry, due)
-    if (due >= this.plannedWake) return
+    // A timer in a window that is not open yet needs a driver fiber awake a while before the window, to open it.
+    const start = this.queue.nextWindowStart()
+    const wake = start === undefined ? due : Math.min(due, start - OPEN_AHEAD_MILLIS)
+    if (wake >= this.plannedWake) return
     if (this.plannedWake === Number.POSITIVE_INFINITY) this.wakePrimary()
-    else if (this.earlyTargets.every((target) => due < target)) this.startEarly(due)
+    else if (this.earlyTargets.every((target) => wake < target)) this.startEarly(wake)
   }
 
   /** Disarms `entry`; false when it was not pending. O(log n). */
@@ -197,16 +200,24 @@ export class TimerDriver {
     const size = this.queue.size
     this.onTurn(size)
     const now = this.now()
-    const openAt = this.openAhead(now)
-    const next = this.queue.peekDue()
-    if (next === undefined) {
+    const wake = this.nextWake(now)
+    if (wake === undefined) {
       this.plannedWake = Number.POSITIVE_INFINITY
       return this.park
     }
-    const wake = Math.min(next, openAt)
     const delay = wake - now
     this.plannedWake = delay <= 0 ? Number.NEGATIVE_INFINITY : wake
     return this.sleepFor(delay)
+  }
+
+  /**
+   * When a driver fiber must wake next: the earliest due time, or sooner to open a window ahead of time (now, when an
+   * opening is under way: this takes one step of it). Undefined when nothing is armed.
+   */
+  private nextWake(now: number): number | undefined {
+    const openAt = this.openAhead(now)
+    const next = this.queue.peekDue()
+    return next === undefined ? undefined : Math.min(next, openAt)
   }
 
   /** Takes one step of opening the next window if it starts soon; returns when the next step is due. */
@@ -219,7 +230,10 @@ export class TimerDriver {
     return after === undefined ? Number.POSITIVE_INFINITY : Math.max(after - OPEN_AHEAD_MILLIS, now)
   }
 
-  /** An early fiber: sleeps to `target`, fires, and goes on while something is due before the primary wakes. */
+  /**
+   * An early fiber: sleeps to `target`, fires (and opens a window ahead, as the primary does), and goes on while
+   * something is due before the primary wakes.
+   */
   private startEarly(target: number): void {
     this.earlyTargets.push(target)
     let current = target
@@ -239,7 +253,7 @@ export class TimerDriver {
           return Effect.zipRight(
             fired,
             Effect.suspend(() => {
-              const next = this.queue.peekDue()
+              const next = this.nextWake(this.now())
               // Hand over to the primary (or to an earlier early fiber) when it wakes first anyway.
               const mine =
                 next !== undefined &&

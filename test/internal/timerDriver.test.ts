@@ -466,6 +466,25 @@ describe("TimerDriver", () => {
     })
   )
 
+  it.scoped("a window scheduled while the primary sleeps toward a later one is opened ahead by an early fiber", () =>
+    Effect.gen(function* () {
+      const driver = yield* makeDriver
+      const log: Array<Firing> = []
+      driver.schedule(new Recorder("hour", log), 3_600_000)
+      yield* start(driver)
+      yield* TestClock.adjust(10)
+      const n = 20_000
+      for (let i = 0; i < n; i++) driver.schedule(new Recorder(`t${i}`, log), 5000)
+      yield* TestClock.adjust(3085)
+      assert.strictEqual(driver.queue.nextWindowStart(), 4096)
+      yield* TestClock.adjust(1) // 3096: a second before the window
+      assert.strictEqual(driver.queue.nextWindowStart(), Math.floor(3_600_000 / 1024) * 1024)
+      yield* TestClock.adjust(1904)
+      assert.strictEqual(log.length, n)
+      assert.isTrue(log.every((f, i) => f.name === `t${i}` && f.now === 5000))
+    })
+  )
+
   it.effect("the driver fiber keeps running (never completes) while idle", () =>
     Effect.gen(function* () {
       const driver = yield* makeDriver
