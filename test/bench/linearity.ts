@@ -108,7 +108,7 @@ export const runLinearity = async (
     .map((r) => {
       const base = rows.find((b) => b.metric === r.metric && b.impl.startsWith("node"))
       return {
-        target: `linearity: ${r.metric} per timer grows ≤ ${MAX_GROWTH}x from the smallest size`,
+        target: `linearity: ${r.metric}, growth ≤ ${MAX_GROWTH}x from the smallest size`,
         measured: `${fmtNum(r.growth, 2)}x (flatness ${fmtNum(r.flatness, 2)}x)`,
         baseline: `node ${fmtNum(base?.growth ?? Number.NaN, 2)}x`,
         pass: Number.isFinite(r.growth) ? r.growth <= MAX_GROWTH : undefined,

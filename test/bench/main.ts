@@ -6,7 +6,7 @@
  * Heap readings need `global.gc`, so when it is missing this file re-runs itself as
  * `node --expose-gc --no-flush-bytecode --import tsx test/bench/main.ts ...args` and exits with the child's status.
  *
- * --quick          smaller sizes and shorter windows (under a minute in all); sized-down rows say so
+ * --quick          smaller sizes and shorter windows (about a minute in all); sized-down rows say so
  * --json           also writes every figure to bench-results/latest.json (one object per scenario)
  * --only=<names>   runs some scenarios (comma-separated, or the flag repeated): engine, actors, actors-100k, push,
  *                  memory, burst, drain, linearity
