@@ -104,7 +104,7 @@ export class TimerDriver {
     else if (this.earlyTargets.every((target) => wake < target)) this.startEarly(wake)
   }
 
-  /** Disarms `entry`; false when it was not pending. O(log n). */
+  /** Disarms `entry`; false when it was not pending. A map lookup, and a heap removal when its bucket empties. */
   cancel(entry: TimerEntry): boolean {
     return this.queue.remove(entry)
   }

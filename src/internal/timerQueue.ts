@@ -43,9 +43,6 @@ export class Bucket extends HeapEntry {
   head = 0
   /** Entries pending in `items`. */
   live = 0
-  constructor(readonly level: Level) {
-    super()
-  }
 }
 
 /** Milliseconds per far window. */
@@ -71,7 +68,7 @@ class Level {
   bucket(key: number): Bucket {
     let bucket = this.byKey.get(key)
     if (bucket === undefined) {
-      bucket = new Bucket(this)
+      bucket = new Bucket()
       this.byKey.set(key, bucket)
       this.heap.insert(bucket, key)
     }
