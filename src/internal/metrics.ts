@@ -15,22 +15,14 @@ const NO_TAGS: ReadonlyArray<MetricLabel.MetricLabel> = []
 
 const LATENESS_BUFFER = 4_096
 
-const delivered: Record<TimerKind, number> = {
-  actor_timer: 0,
-  receive_timeout: 0,
-  scheduler_message: 0,
-  scheduler_function: 0,
-  grain_timer: 0,
-  spot_timer: 0,
-  entity_timer: 0
-}
-const kinds = Object.keys(delivered) as ReadonlyArray<TimerKind>
+/** Deliveries since the last flush, by the kinds that had any. */
+const delivered: Partial<Record<TimerKind, number>> = {}
 let deliveredPending = false
 const lateness = new Float64Array(LATENESS_BUFFER)
 let latenessCount = 0
 
 export const recordDelivered = (kind: TimerKind): void => {
-  delivered[kind]++
+  delivered[kind] = (delivered[kind] ?? 0) + 1
   deliveredPending = true
 }
 
@@ -52,11 +44,11 @@ export const flushMetrics = (): void => {
   if (latenessCount > 0) flushLateness()
   if (!deliveredPending) return
   deliveredPending = false
-  for (const kind of kinds) {
-    const count = delivered[kind]
+  for (const kind in delivered) {
+    const count = delivered[kind as TimerKind]!
     if (count > 0) {
-      delivered[kind] = 0
-      ticksDelivered(kind).unsafeUpdate(count, NO_TAGS)
+      delivered[kind as TimerKind] = 0
+      ticksDelivered(kind as TimerKind).unsafeUpdate(count, NO_TAGS)
     }
   }
 }
