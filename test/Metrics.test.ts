@@ -61,4 +61,19 @@ describe("Metrics", () => {
       assert.strictEqual((yield* count(Metrics.ticksDelivered("scheduler_message"))) - before, 5)
     }).pipe(Effect.provide(ActorSystem.layer({ name: "metrics-resumed" })))
   )
+
+  it.effect("a function task's run is counted as a delivered scheduler_function tick", () =>
+    Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const before = yield* count(Metrics.ticksDelivered("scheduler_function"))
+      let runs = 0
+      yield* system.scheduler.scheduleOnceFunction(
+        "10 millis",
+        Effect.sync(() => runs++)
+      )
+      yield* TestClock.adjust("10 millis")
+      assert.strictEqual(runs, 1)
+      assert.strictEqual((yield* count(Metrics.ticksDelivered("scheduler_function"))) - before, 1)
+    }).pipe(Effect.provide(ActorSystem.layer({ name: "metrics-function" })))
+  )
 })

@@ -36,11 +36,12 @@ import type { InvalidCronExpression, InvalidTimerDelay, InvalidTimerInterval } f
 import type { ClusterGrain, SendError } from "./ClusterGrain.js"
 import {
   DEFAULT_SEND_TIMEOUT,
+  encodeMessage,
   GrainSendTimeout,
   guardedSend,
-  InvalidGrainMessage,
   issueOf,
   type KindWire,
+  localKind,
   ReminderDelivery,
   UnknownGrainKind
 } from "./internal/grainProtocol.js"
@@ -237,8 +238,8 @@ export interface RemindersService {
   readonly unregister: (kind: KindWire, key: string, name: string) => Effect.Effect<boolean, ReminderStorageError>
   /** The grain's reminders, by name. */
   readonly list: (kind: KindWire, key: string) => Effect.Effect<ReadonlyArray<ReminderInfo>, ReminderStorageError>
-  /** The cluster grain kinds hosted on this runner, by name (filled by `ClusterGrain.layer`). */
-  readonly hosted: Map<string, KindWire>
+  /** The cluster grain kind `name` if `ClusterGrain.layer` hosts it on this runner. */
+  readonly hostedKind: (name: string) => KindWire | undefined
   /**
    * Entity side: checks an arriving occurrence against the table, hands the message to `handle`, then schedules
    * the next occurrence (or removes a one-shot).
@@ -259,7 +260,7 @@ export interface RemindersService {
  * import { Effect } from "effect"
  * import { Reminders } from "tickwork/cluster"
  *
- * const hosted = Effect.map(Reminders.Reminders, (reminders) => reminders.hosted.size)
+ * const hostsCounter = Effect.map(Reminders.Reminders, (reminders) => reminders.hostedKind("counter") !== undefined)
  * ```
  *
  * @since 0.2.0
@@ -390,7 +391,6 @@ export const layer = (
       const table = yield* storage("table creation")(
         ReminderSql.make(sql, options.table ?? `${prefix}_tickwork_reminders`)
       )
-      const hosted = new Map<string, KindWire>()
       const withSharding = Effect.provideService(Sharding, sharding)
 
       const register: RemindersService["register"] = (kind, key, name, message, schedule) =>
@@ -398,15 +398,12 @@ export const layer = (
           if (typeof name !== "string" || name.length === 0) return yield* new InvalidReminderName({ name })
           const now = yield* Clock.currentTimeMillis
           const first = yield* firstOccurrence(name, schedule, now)
-          const encoded = Schema.encodeEither(kind.message)(message)
-          if (Either.isLeft(encoded)) {
-            return yield* new InvalidGrainMessage({ grain: `${kind.name}/${key}`, issue: issueOf(encoded.left) })
-          }
+          const encoded = yield* encodeMessage(kind, key, message)
           const generation = String(yield* sharding.getSnowflake)
           const row: ReminderSql.ReminderRow = {
             name,
             generation,
-            message: JSON.stringify(encoded.right),
+            message: JSON.stringify(encoded),
             nextDue: first.due,
             periodMillis: first.periodMillis,
             cron: schedule._tag === "Cron" ? schedule.expression : undefined,
@@ -469,7 +466,7 @@ export const layer = (
         register,
         unregister: (kind, key, name) => storage("unregister")(table.remove(kind.name, key, name)),
         list: (kind, key) => storage("list")(Effect.map(table.list(kind.name, key), (rows) => rows.map(toInfo))),
-        hosted,
+        hostedKind: (name) => localKind(sharding, name),
         deliver
       }
     })
@@ -477,7 +474,7 @@ export const layer = (
 
 /** The cluster grain hosting the grain behind `props`. */
 const hostedKind = (service: RemindersService, props: GrainProps<any>): Effect.Effect<KindWire, UnknownGrainKind> => {
-  const kind = service.hosted.get(props.identity.kind)
+  const kind = service.hostedKind(props.identity.kind)
   return kind === undefined
     ? Effect.fail(
         new UnknownGrainKind({

@@ -382,8 +382,7 @@ export class ActorCell {
       if (this.status === Status.Terminated) return this.endDrain()
       if (this.budget-- <= 0) {
         // Fairness as Akka's throughput: after `throughput` entries the actor goes to the back of the ready queue (its
-        // drain stays claimed), so other actors run first; no fiber suspends for it.
-        this.budget = this.host.throughput
+        // drain stays claimed), so other actors run first; no fiber suspends for it. `enter` refills the budget.
         this.fiber = undefined
         this.host.dispatcher.enqueue(this, false)
         return undefined

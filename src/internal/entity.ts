@@ -181,7 +181,7 @@ class Incarnation<Model, Cmd extends Command> implements TimerOwner, TimerTable 
   }
 
   runCommand(command: unknown): Effect.Effect<unknown, unknown> {
-    return Effect.suspend(() => this.handleCommand(command as Cmd))
+    return this.handleCommand(command as Cmd)
   }
 
   /** Runs on the actor's fiber, which provides the entity's services: the requirement is erased here. */

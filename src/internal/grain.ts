@@ -578,7 +578,10 @@ export class GrainRegistry {
         onFailure: (error) => {
           // The system is shutting down (or the name is somehow taken): nothing can run these messages.
           this.activations.delete(idOf(kind.name, key))
-          this.reject(activation, [...messages, ...activation.starting], Cause.fail(error))
+          this.reject(
+            [...messages, ...activation.starting],
+            new GrainActivationFailed({ grain: activation.name, cause: Cause.fail(error) })
+          )
           Deferred.unsafeDone(activation.gone, Effect.void)
         },
         onSuccess: (ref) => {
@@ -608,21 +611,18 @@ export class GrainRegistry {
     const waiting = [...activation.leftover, ...activation.pending]
     Deferred.unsafeDone(activation.gone, Effect.void)
     if (activation.activationFailure !== undefined) {
-      this.reject(activation, waiting, activation.activationFailure)
+      this.reject(waiting, new GrainActivationFailed({ grain: activation.name, cause: activation.activationFailure }))
       return
     }
     if (activation.closing) {
-      for (const envelope of waiting) {
-        if (envelope.reply !== undefined) Deferred.unsafeDone(envelope.reply, Effect.fail(activation.undeliverable()))
-        else this.system.deadLetters.unsafeTell(envelope.message)
-      }
+      this.reject(waiting, activation.undeliverable())
       return
     }
     if (waiting.length > 0) Runtime.runFork(this.runtime)(this.start(activation.kind, activation.identity.key, waiting))
   }
 
-  private reject(activation: Activation, messages: ReadonlyArray<GrainEnvelope>, cause: Cause.Cause<unknown>): void {
-    const error = new GrainActivationFailed({ grain: activation.name, cause })
+  /** Fails the asks among `messages` with `error`; the tells become dead letters. */
+  private reject(messages: ReadonlyArray<GrainEnvelope>, error: GrainAskError): void {
     for (const envelope of messages) {
       if (envelope.reply !== undefined) Deferred.unsafeDone(envelope.reply, Effect.fail(error))
       else this.system.deadLetters.unsafeTell(envelope.message)

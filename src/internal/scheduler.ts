@@ -7,7 +7,7 @@ import type * as Fiber from "effect/Fiber"
 import type { ActorRef } from "../ActorRef.js"
 import type { Cancellable } from "../Scheduler.js"
 import { CellRef } from "./actorCell.js"
-import { recordDelivered, recordLateness } from "./metrics.js"
+import { flushMetrics, recordDelivered, recordLateness } from "./metrics.js"
 import { FLAG_FREE, MailboxTick } from "./tick.js"
 import { type TimerDriver, TimerEntry } from "./timerDriver.js"
 
@@ -176,7 +176,9 @@ export class ScheduledFunction extends TimerEntry implements Cancellable, Settli
   }
 
   private readonly once: Effect.Effect<void> = Effect.suspend(() => {
+    // On the task's own fiber, outside any driver batch or dispatcher flush: counted and handed over at once.
     recordDelivered("scheduler_function")
+    flushMetrics()
     return Effect.catchAllCause(this.task, (cause) => this.host.taskFailed(cause))
   }).pipe(Effect.asVoid)
 

@@ -19,7 +19,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
-import { flushMetrics } from "./metrics.js"
 import { QueueEntry, TimerQueue } from "./timerQueue.js"
 
 /** A timer kind: what happens when its deadline passes. */
@@ -164,7 +163,6 @@ export class TimerDriver {
   private endFiring(): void {
     this.firing = false
     this.afterFire()
-    flushMetrics()
   }
 
   /** Sleeps `delay` ms through the clock; 0 still yields to the event loop on the live clock. */

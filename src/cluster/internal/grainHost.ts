@@ -36,8 +36,8 @@ import * as Passivation from "../../Passivation.js"
 import { Reminders } from "../Reminders.js"
 import {
   type AskFailure,
-  checkMessage,
   DEFAULT_SEND_TIMEOUT,
+  encodeMessage,
   GrainSendTimeout,
   guardedSend,
   type InvalidGrainMessage,
@@ -73,7 +73,7 @@ const send = <A, E, T>(
   onTimeout: () => T,
   rpc: (client: any) => Effect.Effect<A, E | MailboxFull | AlreadyProcessingMessage | PersistenceError>
 ): Effect.Effect<A, E | T | ClientError, Sharding> =>
-  Effect.zipRight(checkMessage(kind, key, message), guardedSend(kind, key, timeout, onTimeout, rpc))
+  Effect.zipRight(encodeMessage(kind, key, message), guardedSend(kind, key, timeout, onTimeout, rpc))
 
 /** Client side: tell. */
 export const tell = (
@@ -200,12 +200,8 @@ export const layer = (kinds: ReadonlyArray<HostedKind>): Layer.Layer<never, neve
       })
 
       for (const kind of kinds) {
-        registerLocalKind(sharding, kind.name)
+        registerLocalKind(sharding, kind)
         yield* Effect.addFinalizer(() => Effect.sync(() => unregisterLocalKind(sharding, kind.name)))
-        if (Option.isSome(reminders)) {
-          reminders.value.hosted.set(kind.name, kind)
-          yield* Effect.addFinalizer(() => Effect.sync(() => reminders.value.hosted.delete(kind.name)))
-        }
         const logged = (what: string, key: string) => (error: GrainAskError) =>
           Effect.logWarning(`${what} for grain ${kind.name}/${key} was not handled`, error)
 

@@ -91,18 +91,21 @@ export interface KindWire {
 /** The cluster grain of each grain kind made with `ClusterGrain.make` (so `tellGrain` can route a `Grain`). */
 export const kindsByGrain = new WeakMap<Grain<any, any, any, any>, KindWire>()
 
-/** The kind names registered on each runner (keyed by its Sharding service). */
-const localKinds = new WeakMap<object, Set<string>>()
+/** The kinds registered on each runner (keyed by its Sharding service), by name. */
+const localKinds = new WeakMap<object, Map<string, KindWire>>()
 
-export const registerLocalKind = (sharding: object, name: string): void => {
-  let names = localKinds.get(sharding)
-  if (names === undefined) localKinds.set(sharding, (names = new Set()))
-  names.add(name)
+export const registerLocalKind = (sharding: object, kind: KindWire): void => {
+  let kinds = localKinds.get(sharding)
+  if (kinds === undefined) localKinds.set(sharding, (kinds = new Map()))
+  kinds.set(kind.name, kind)
 }
 
 export const unregisterLocalKind = (sharding: object, name: string): void => {
   localKinds.get(sharding)?.delete(name)
 }
+
+/** The kind `name` as registered on this runner, if it is. */
+export const localKind = (sharding: object, name: string): KindWire | undefined => localKinds.get(sharding)?.get(name)
 
 /**
  * The grain kind is not registered where the message must go. The cluster itself would wait forever for a kind no
@@ -158,17 +161,16 @@ export const issueOf = (error: ParseResult.ParseError): string =>
 /** The default bound on handing a message to the cluster. */
 export const DEFAULT_SEND_TIMEOUT = Duration.seconds(5)
 
-/** Checks that `message` encodes with the kind's message schema. */
-export const checkMessage = (
+/** `message` encoded with the kind's message schema; `InvalidGrainMessage` when it does not encode. */
+export const encodeMessage = (
   kind: KindWire,
   key: string,
   message: unknown
-): Effect.Effect<void, InvalidGrainMessage> => {
-  const encoded = Schema.encodeEither(kind.message)(message)
-  return Either.isLeft(encoded)
-    ? Effect.fail(new InvalidGrainMessage({ grain: `${kind.name}/${key}`, issue: issueOf(encoded.left) }))
-    : Effect.void
-}
+): Either.Either<unknown, InvalidGrainMessage> =>
+  Either.mapLeft(
+    Schema.encodeEither(kind.message)(message),
+    (error) => new InvalidGrainMessage({ grain: `${kind.name}/${key}`, issue: issueOf(error) })
+  )
 
 /**
  * Runs `send` with the entity client of (kind, key) after the check that keeps it from hanging: when this runner
@@ -187,7 +189,7 @@ export const guardedSend = <A, E, E2>(
     const sharding = yield* Sharding
     const entityId = EntityId.make(key)
     const shardId = sharding.getShardId(entityId, kind.entity.getShardGroup(entityId))
-    if (sharding.hasShardId(shardId) && !localKinds.get(sharding)?.has(kind.name)) {
+    if (sharding.hasShardId(shardId) && localKind(sharding, kind.name) === undefined) {
       return yield* new UnknownGrainKind({
         kind: kind.name,
         key,
