@@ -11,7 +11,7 @@ import { AskTimeout } from "./ActorRef.js"
 import { ActorSystem } from "./ActorSystem.js"
 import type { Grain, UnknownGrainKind } from "./Grain.js"
 import type { TimerInfo } from "./GrainTimers.js"
-import { type GrainAskError, GrainRegistry } from "./internal/grain.js"
+import { type GrainAskError, GrainRegistry, kindsByName } from "./internal/grain.js"
 import * as Passivation from "./Passivation.js"
 
 /**
@@ -113,11 +113,7 @@ export const layer = <const Kinds extends ReadonlyArray<Grain<any, any, any, any
   Layer.effect(
     Grains,
     Effect.gen(function* () {
-      const byName = new Map<string, Grain<any, any, any, any>>()
-      for (const kind of kinds) {
-        if (byName.has(kind.name)) throw new RangeError(`grain kind "${kind.name}" is registered twice`)
-        byName.set(kind.name, kind)
-      }
+      const byName = kindsByName(kinds)
       const system = yield* ActorSystem
       const runtime = yield* Effect.runtime<KindRequirements<Kinds>>()
       const registry = new GrainRegistry(

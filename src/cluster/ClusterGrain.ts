@@ -343,7 +343,7 @@ export const ask = <Msg, A, E>(
   options?: { readonly timeout?: Duration.DurationInput }
 ): Effect.Effect<A | undefined, AskError, Sharding> => {
   const grain = `${kind.name}/${key}`
-  const timeoutMillis = Duration.toMillis(Duration.decode(options?.timeout ?? "5 seconds"))
+  const timeoutMillis = internal.timeoutMillisOf(options?.timeout)
   return host
     .ask(kind, key, message, timeoutMillis, () => new AskTimeout({ recipient: `grain ${grain}`, timeoutMillis }))
     .pipe(

@@ -22,7 +22,7 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as DateTime from "effect/DateTime"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -37,12 +37,13 @@ import type { ClusterGrain, SendError } from "./ClusterGrain.js"
 import {
   DEFAULT_SEND_TIMEOUT,
   encodeMessage,
-  GrainSendTimeout,
+  type GrainSendTimeout,
   guardedSend,
   issueOf,
   type KindWire,
   localKind,
   ReminderDelivery,
+  sendTimedOut,
   UnknownGrainKind
 } from "./internal/grainProtocol.js"
 import * as ReminderSql from "./internal/reminderSql.js"
@@ -358,8 +359,7 @@ const sendOccurrence = (
     kind,
     key,
     DEFAULT_SEND_TIMEOUT,
-    () =>
-      new GrainSendTimeout({ grain: `${kind.name}/${key}`, timeoutMillis: Duration.toMillis(DEFAULT_SEND_TIMEOUT) }),
+    sendTimedOut(kind, key, DEFAULT_SEND_TIMEOUT),
     (client): Effect.Effect<void, SendError> => client.Remind(delivery, { discard: true })
   )
 

@@ -630,6 +630,17 @@ export class GrainRegistry {
   }
 }
 
-const idOf = (kind: string, key: string): string => `${kind}\u0000${key}`
+/** Grain kinds by name; a name given twice is a defect (a programming error in the layer's kind list). */
+export const kindsByName = (kinds: Iterable<Grain<any, any, any, any>>): Map<string, Grain<any, any, any, any>> => {
+  const byName = new Map<string, Grain<any, any, any, any>>()
+  for (const kind of kinds) {
+    if (byName.has(kind.name)) throw new RangeError(`grain kind "${kind.name}" is registered twice`)
+    byName.set(kind.name, kind)
+  }
+  return byName
+}
+
+/** The key of a grain identity in maps of activations. */
+export const idOf = (kind: string, key: string): string => `${kind}\u0000${key}`
 
 export type { ActorRef }

@@ -44,7 +44,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as QuartzCron from "../../QuartzCron.js"
-import { Tables } from "./runner.js"
+import { createTables, Tables } from "./runner.js"
 
 export class FirePayload extends Schema.Class<FirePayload>("tickwork/ClusterScheduler/Fire")({
   instant: Schema.Number,
@@ -126,10 +126,7 @@ export const ensureTables = Effect.gen(function* () {
       outcome VARCHAR(16) NOT NULL,
       PRIMARY KEY (reference, instant)
     )`
-}).pipe(
-  // Runners starting together race on CREATE TABLE in PostgreSQL (a unique violation in pg_type): try again.
-  Effect.retry({ times: 5, schedule: Schedule.spaced("200 millis") })
-)
+}).pipe(createTables)
 
 /** The instants in (after, until], counted up to `cap`. */
 const countBetween = (cron: QuartzCron.QuartzCron, after: number, until: number, cap: number): number => {

@@ -21,7 +21,7 @@
 import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect/cluster/ClusterError"
 import * as Entity from "@effect/cluster/Entity"
 import { Sharding } from "@effect/cluster/Sharding"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
@@ -31,14 +31,14 @@ import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import { ActorSystem } from "../../ActorSystem.js"
 import type { Grain } from "../../Grain.js"
-import { type GrainAskError, GrainRegistry } from "../../internal/grain.js"
+import { type GrainAskError, GrainRegistry, idOf, kindsByName } from "../../internal/grain.js"
 import * as Passivation from "../../Passivation.js"
 import { Reminders } from "../Reminders.js"
 import {
   type AskFailure,
   DEFAULT_SEND_TIMEOUT,
   encodeMessage,
-  GrainSendTimeout,
+  type GrainSendTimeout,
   guardedSend,
   type InvalidGrainMessage,
   type InvalidGrainReply,
@@ -47,6 +47,7 @@ import {
   kindsByGrain,
   type ReminderDelivery,
   registerLocalKind,
+  sendTimedOut,
   UnknownGrainKind,
   unregisterLocalKind
 } from "./grainProtocol.js"
@@ -87,7 +88,7 @@ export const tell = (
     key,
     message,
     timeout ?? DEFAULT_SEND_TIMEOUT,
-    () => new GrainSendTimeout({ grain: `${kind.name}/${key}`, timeoutMillis: timeoutMillisOf(timeout) }),
+    sendTimedOut(kind, key, timeout),
     (client): Effect.Effect<void, never> => client.Tell({ message }, { discard: true })
   )
 
@@ -107,11 +108,6 @@ export const ask = <T>(
     onTimeout,
     (client): Effect.Effect<unknown, AskFailure> => client.Ask({ message })
   )
-
-const timeoutMillisOf = (timeout: Duration.DurationInput | undefined): number =>
-  Duration.toMillis(Duration.decode(timeout ?? DEFAULT_SEND_TIMEOUT))
-
-const idOf = (kind: string, key: string): string => `${kind}\u0000${key}`
 
 /** A grain's wire error for an ask that failed on this runner. */
 const toWire = (error: GrainAskError): AskFailure => {
@@ -164,11 +160,7 @@ const keepAliveSwitch = (runtime: Runtime.Runtime<Sharding | Entity.CurrentAddre
 export const layer = (kinds: ReadonlyArray<HostedKind>): Layer.Layer<never, never, Sharding | ActorSystem | any> =>
   Layer.scopedDiscard(
     Effect.gen(function* () {
-      const byName = new Map<string, Grain<any, any, any, any>>()
-      for (const kind of kinds) {
-        if (byName.has(kind.name)) throw new RangeError(`grain kind "${kind.name}" is registered twice`)
-        byName.set(kind.name, kind.grain)
-      }
+      const byName = kindsByName(kinds.map((kind) => kind.grain))
       const sharding = yield* Sharding
       const system = yield* ActorSystem
       const reminders = yield* Effect.serviceOption(Reminders)

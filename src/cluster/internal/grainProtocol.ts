@@ -161,6 +161,15 @@ export const issueOf = (error: ParseResult.ParseError): string =>
 /** The default bound on handing a message to the cluster. */
 export const DEFAULT_SEND_TIMEOUT = Duration.seconds(5)
 
+/** A send's bound in millis (the default when none is given). */
+export const timeoutMillisOf = (timeout: Duration.DurationInput | undefined): number =>
+  Duration.toMillis(Duration.decode(timeout ?? DEFAULT_SEND_TIMEOUT))
+
+/** The error of a told message (or reminder occurrence) the cluster did not accept within `timeout`. */
+export const sendTimedOut =
+  (kind: KindWire, key: string, timeout: Duration.DurationInput | undefined) => (): GrainSendTimeout =>
+    new GrainSendTimeout({ grain: `${kind.name}/${key}`, timeoutMillis: timeoutMillisOf(timeout) })
+
 /** `message` encoded with the kind's message schema; `InvalidGrainMessage` when it does not encode. */
 export const encodeMessage = (
   kind: KindWire,

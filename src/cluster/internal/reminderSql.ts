@@ -5,6 +5,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
+import { createTables } from "./runner.js"
 
 export interface ReminderRow {
   readonly name: string
@@ -52,10 +53,12 @@ export interface ReminderSql {
   readonly remove: (kind: string, key: string, name: string, generation?: string) => Effect.Effect<boolean, SqlError>
 }
 
-export const make = (sql: SqlClient.SqlClient, tableName: string): Effect.Effect<ReminderSql, SqlError> =>
+export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Effect<ReminderSql, SqlError> =>
   Effect.gen(function* () {
+    // Rows are read by their column names: no name transforms the client may be configured with.
+    const sql = client.withoutTransforms()
     const table = sql(tableName)
-    yield* sql`CREATE TABLE IF NOT EXISTS ${table} (
+    yield* createTables(sql`CREATE TABLE IF NOT EXISTS ${table} (
       kind TEXT NOT NULL,
       grain_key TEXT NOT NULL,
       name TEXT NOT NULL,
@@ -66,7 +69,7 @@ export const make = (sql: SqlClient.SqlClient, tableName: string): Effect.Effect
       cron TEXT,
       time_zone TEXT,
       PRIMARY KEY (kind, grain_key, name)
-    )`
+    )`)
     const select = sql`SELECT name, generation, message, next_due, period_millis, cron, time_zone FROM ${table}`
     return {
       upsert: (kind, key, row) =>

@@ -28,6 +28,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 
 /** Where a runner keeps its messages, shard locks and tickwork's own tables. */
@@ -49,6 +50,13 @@ export interface TablesService {
 export class Tables extends Context.Reference<Tables>()("tickwork/cluster/ClusterRunner/Tables", {
   defaultValue: (): TablesService => ({ prefix: "cluster" })
 }) {}
+
+/**
+ * Creates tickwork's own tables (`CREATE TABLE IF NOT EXISTS`). Runners starting together race on it in PostgreSQL (a
+ * unique violation in pg_type): it is tried again a few times.
+ */
+export const createTables = <A, E, R>(create: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.retry(create, { times: 5, schedule: Schedule.spaced("200 millis") })
 
 export const describeStorage = (storage: Storage): string => {
   if (storage._tag === "Sqlite") return `SQLite file ${storage.filename}`
