@@ -234,7 +234,7 @@ const runSpread = async (
   return runs
 }
 
-const pick = (runs: ReadonlyArray<SpreadRun>, impl: string, n: number): SpreadRun | undefined =>
+export const pick = (runs: ReadonlyArray<SpreadRun>, impl: string, n: number): SpreadRun | undefined =>
   runs.find((r) => r.impl === impl && r.timers === n)
 
 // ---------------------------------------------------------------- burst

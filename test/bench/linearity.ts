@@ -12,7 +12,7 @@
  *   100k timers/s, so that only the number of timers changes between sizes: CPU µs per handled timer and p99
  *   lateness. The baseline is Node `setTimeout` at the same rate.
  */
-import { NODE_IMPL as NODE_DELIVERED, runDelivered, type SpreadRun, TICKWORK_IMPL } from "./burst.js"
+import { NODE_IMPL as NODE_DELIVERED, pick, runDelivered, type SpreadRun, TICKWORK_IMPL } from "./burst.js"
 import { type EngineResult, NODE_IMPL, PUBLIC_IMPL } from "./engine.js"
 import { fmtBytes, fmtInt, fmtNum, type TargetRow, table } from "./stats.js"
 
@@ -66,24 +66,27 @@ export const runLinearity = async (
   log: (line: string) => void
 ): Promise<LinearityResult> => {
   const { sizes } = options
-  const engineRow = (impl: string, n: number) => engine.rows.find((r) => r.impl === impl && r.pending === n)
-  const engineValues = (impl: string, f: (r: EngineResult["rows"][number]) => number) =>
-    sizes.map((n) => {
-      const r = engineRow(impl, n)
-      return r === undefined ? Number.NaN : f(r)
-    })
   const delivered = await runDelivered(sizes, options.ratePerSec, log)
-  const deliveredValues = (impl: string, f: (r: SpreadRun) => number) =>
+  type EngineRow = EngineResult["rows"][number]
+  const valuesOf = <R>(find: (n: number) => R | undefined, f: (r: R) => number) =>
     sizes.map((n) => {
-      const r = delivered.find((d) => d.impl === impl && d.timers === n)
+      const r = find(n)
       return r === undefined ? Number.NaN : f(r)
     })
-  const nsPerPair = (r: EngineResult["rows"][number]) => 1e9 / r.pairsPerSec
+  const engineValues = (impl: string, f: (r: EngineRow) => number) =>
+    valuesOf((n) => engine.rows.find((r) => r.impl === impl && r.pending === n), f)
+  const deliveredValues = (impl: string, f: (r: SpreadRun) => number) => valuesOf((n) => pick(delivered, impl, n), f)
+  const engineImpls = [PUBLIC_IMPL, NODE_IMPL]
   const rows = [
-    ...[PUBLIC_IMPL, NODE_IMPL].map((impl) =>
-      row("engine schedule+cancel", impl, "ns/pair", engineValues(impl, nsPerPair))
+    ...engineImpls.map((impl) =>
+      row(
+        "engine schedule+cancel",
+        impl,
+        "ns/pair",
+        engineValues(impl, (r) => 1e9 / r.pairsPerSec)
+      )
     ),
-    ...[PUBLIC_IMPL, NODE_IMPL].map((impl) =>
+    ...engineImpls.map((impl) =>
       row(
         "engine heap per pending timer",
         impl,

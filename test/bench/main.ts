@@ -44,6 +44,10 @@ const log = (line: string): void => {
 const SCENARIOS = ["engine", "actors", "actors-100k", "push", "memory", "burst", "drain", "linearity"] as const
 type ScenarioName = (typeof SCENARIOS)[number]
 
+/** Pending-timer counts of the engine rows; the linearity scenario reuses the engine result only for the same list. */
+const engineSizes = (quick: boolean): ReadonlyArray<number> =>
+  quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000]
+
 const usage = `usage: npm run bench [-- --quick] [-- --json] [-- --only=<scenario>[,...]]  scenarios: ${SCENARIOS.join(", ")}`
 
 /** What every scenario result carries: its name (the JSON's `scenario`) and its rows of the final summary. */
@@ -70,10 +74,7 @@ const scenarios: ReadonlyArray<Scenario> = [
     run: async (quick, log) => {
       // Modules load lazily: the parent process that only re-spawns itself with --expose-gc skips them.
       const { engineTargets, formatEngine, runEngine } = await import("./engine.js")
-      const engine = await runEngine(
-        { sizes: quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000], minMillis: quick ? 200 : 1_000 },
-        log
-      )
+      const engine = await runEngine({ sizes: engineSizes(quick), minMillis: quick ? 200 : 1_000 }, log)
       engineOfThisRun = engine
       return { text: formatEngine(engine), result: { ...engine, targets: engineTargets(engine) } }
     }
@@ -185,7 +186,7 @@ const scenarios: ReadonlyArray<Scenario> = [
     name: "linearity",
     run: async (quick, log) => {
       const { formatLinearity, runLinearity } = await import("./linearity.js")
-      const sizes = quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000]
+      const sizes = engineSizes(quick)
       let engine = engineOfThisRun
       const fromThisRun = engine !== undefined && sizes.every((n) => engine?.rows.some((r) => r.pending === n))
       if (!fromThisRun) {

@@ -306,7 +306,7 @@ export const runMemory = async (options: MemoryOptions, log: (line: string) => v
       "tickwork grains",
       activations,
       TIMERS_PER_ACTIVATION,
-      grainTimers(activations, 1_000),
+      grainTimers(activations, TIMERS_PER_ACTIVATION),
       timeout,
       log
     )
@@ -317,7 +317,7 @@ export const runMemory = async (options: MemoryOptions, log: (line: string) => v
       "tickwork entities",
       activations,
       TIMERS_PER_ACTIVATION,
-      entityTimers(activations, 1_000),
+      entityTimers(activations, TIMERS_PER_ACTIVATION),
       timeout,
       log
     )

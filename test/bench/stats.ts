@@ -187,7 +187,6 @@ export class TimerLagProbe {
  */
 export class CompletionRecorder {
   count = 0
-  firstAt = Number.NaN
   lastAt = Number.NaN
   private readonly samples: Float64Array
   private readonly alarm = new Alarm()
@@ -199,7 +198,6 @@ export class CompletionRecorder {
   /** Records one event handled at `now` (performance.now()) that was `latenessMillis` late. */
   record(latenessMillis: number, now: number): void {
     if (this.count < this.samples.length) this.samples[this.count] = latenessMillis
-    if (this.count === 0) this.firstAt = now
     this.count++
     this.lastAt = now
     if (this.count >= this.expected) this.alarm.fire()

@@ -93,6 +93,10 @@ export const drainAll = (pop: () => number | undefined): Array<number> => {
   return out
 }
 
+/** The ids `subject` pops at `now`, in order, until nothing more is due. */
+export const drainIds = (subject: Pick<Subject<ModelEntry>, "popDue">, now: number): Array<number> =>
+  drainAll(() => subject.popDue(now)?.id)
+
 /**
  * Runs `ops` on `subject` and on the model and checks every observable property after each step: results, size,
  * `peekDue` (through `peekMatches`, exact unless the structure says otherwise), which entries are pending, and the

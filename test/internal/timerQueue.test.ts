@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck } from "effect"
 import { QueueEntry, TimerQueue } from "../../src/internal/timerQueue.js"
-import { check, drainAll, ENTRIES, Model, type Op, runAgainstModel, type Subject } from "./timerModel.js"
+import { check, drainIds, ENTRIES, Model, type Op, runAgainstModel, type Subject } from "./timerModel.js"
 
 class Entry extends QueueEntry {
   constructor(readonly id: number) {
@@ -146,20 +146,11 @@ describe("TimerQueue", () => {
   it("fires in (millisecond, insertion) order, a fractional due at the next whole millisecond", () => {
     const { queue } = queueOf([20, 10, 10.5, 10, 11, 9.2])
     assert.strictEqual(queue.peekDue(), 0) // the first millisecond of the window they wait in
-    assert.deepStrictEqual(
-      drainAll(() => queue.popDue(10)?.id),
-      [1, 3, 5]
-    )
+    assert.deepStrictEqual(drainIds(queue, 10), [1, 3, 5])
     assert.strictEqual(queue.peekDue(), 11)
     assert.isUndefined(queue.popDue(10.9))
-    assert.deepStrictEqual(
-      drainAll(() => queue.popDue(11)?.id),
-      [2, 4]
-    )
-    assert.deepStrictEqual(
-      drainAll(() => queue.popDue(100)?.id),
-      [0]
-    )
+    assert.deepStrictEqual(drainIds(queue, 11), [2, 4])
+    assert.deepStrictEqual(drainIds(queue, 100), [0])
     assert.isUndefined(queue.peekDue())
   })
 
@@ -169,10 +160,7 @@ describe("TimerQueue", () => {
     assert.isTrue(queue.remove(entries[1]!))
     assert.isFalse(queue.remove(entries[1]!))
     assert.isFalse(entries[1]!.isPending)
-    assert.deepStrictEqual(
-      drainAll(() => queue.popDue(5)?.id),
-      [2, 0]
-    )
+    assert.deepStrictEqual(drainIds(queue, 5), [2, 0])
   })
 
   it("drops a millisecond's bucket when its last entry leaves, and clear leaves nothing pending", () => {
@@ -210,16 +198,10 @@ describe("TimerQueue", () => {
     const late = new Entry(9)
     // window 2 (2048-3071) is still far: the new timer queues behind entries 1 and 2 when it opens
     queue.insert(late, 3000)
-    assert.deepStrictEqual(
-      drainAll(() => queue.popDue(2999)?.id),
-      [3]
-    )
+    assert.deepStrictEqual(drainIds(queue, 2999), [3])
     assert.strictEqual(queue.peekDue(), 3000) // popDue(2999) reached window 2 and opened it
     queue.insert(entries[3]!, 3000) // window 2 is open now: straight to its millisecond, at the end
-    assert.deepStrictEqual(
-      drainAll(() => queue.popDue(3001)?.id),
-      [1, 9, 3, 2]
-    )
+    assert.deepStrictEqual(drainIds(queue, 3001), [1, 9, 3, 2])
     assert.strictEqual(queue.peekDue(), 4096)
     assert.isUndefined(queue.popDue(4999))
     assert.strictEqual(queue.peekDue(), 5000)
@@ -239,10 +221,7 @@ describe("TimerQueue", () => {
     assert.strictEqual(queue.peekDue(), 2100)
     queue.insert(entries[1]!, 3000) // open now: straight to its millisecond, at the end
     assert.isUndefined(queue.popDue(2099))
-    assert.deepStrictEqual(
-      drainAll(() => queue.popDue(3001)?.id),
-      [3, 0, 2, 9, 1]
-    )
+    assert.deepStrictEqual(drainIds(queue, 3001), [3, 0, 2, 9, 1])
   })
 
   it("openAhead: a millisecond emptied by cancels while its window opens gets a new bucket", () => {
@@ -254,10 +233,7 @@ describe("TimerQueue", () => {
     assert.isTrue(queue.openAhead(1))
     assert.strictEqual(queue.size, 1)
     assert.strictEqual(queue.peekDue(), 5)
-    assert.deepStrictEqual(
-      drainAll(() => queue.popDue(5)?.id),
-      [2]
-    )
+    assert.deepStrictEqual(drainIds(queue, 5), [2])
   })
 
   it("a window half opened ahead is finished by popDue, after an earlier window scheduled meanwhile", () => {
@@ -268,10 +244,7 @@ describe("TimerQueue", () => {
     assert.strictEqual(queue.peekDue(), 1024)
     assert.strictEqual(queue.popDue(1500)?.id, 7)
     assert.isUndefined(queue.popDue(2999))
-    assert.deepStrictEqual(
-      drainAll(() => queue.popDue(3002)?.id),
-      [0, 1, 2]
-    )
+    assert.deepStrictEqual(drainIds(queue, 3002), [0, 1, 2])
   })
 
   it("cancels leave holes that are compacted away, far and near (while a bucket is being popped), in order", () => {
@@ -298,10 +271,7 @@ describe("TimerQueue", () => {
     assert.strictEqual(near().items.length, 48)
     assert.strictEqual(near().live, 30)
     assert.isTrue(near().items.every((e, i) => e === undefined || e.slot === i * 2))
-    assert.deepStrictEqual(
-      [...popped, ...drainAll(() => queue.popDue(2000)?.id)],
-      [...expected.slice(0, 2), ...expected.slice(70)]
-    )
+    assert.deepStrictEqual([...popped, ...drainIds(queue, 2000)], [...expected.slice(0, 2), ...expected.slice(70)])
     assert.strictEqual(queue.size, 0)
   })
 

@@ -95,7 +95,7 @@ export const waitUntil = async (
   const deadline = Date.now() + timeoutMillis
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMillis} ms: ${describe()}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    await sleep(100)
   }
 }
 
