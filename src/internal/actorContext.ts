@@ -15,7 +15,7 @@ import type { ActorSystemService, SpawnError } from "../ActorSystem.js"
 import type { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
 import type { TimerScheduler } from "../Timers.js"
 import { type ActorCell, CellRef, Mode } from "./actorCell.js"
-import { delayMillis, intervalMillis } from "./duration.js"
+import { delayMillis, periodMillis } from "./duration.js"
 
 const fromEither = <A, E>(either: Either.Either<A, E>, f: (a: A) => void): Effect.Effect<void, E> =>
   Either.isLeft(either) ? Effect.fail(either.left) : Effect.sync(() => f(either.right))
@@ -93,14 +93,11 @@ class CellTimers implements TimerScheduler<any> {
     interval: Duration.DurationInput,
     initialDelay: Duration.DurationInput | undefined
   ): Effect.Effect<void, InvalidTimerInterval | InvalidTimerDelay> {
-    return Effect.suspend((): Effect.Effect<void, InvalidTimerInterval | InvalidTimerDelay> => {
-      const every = intervalMillis(interval)
-      if (Either.isLeft(every)) return Effect.fail(every.left)
-      const first = initialDelay === undefined ? Either.right(every.right) : delayMillis(initialDelay)
-      return fromEither(first, (delay) => {
-        this.cell.startTimer(key, message, mode, delay, every.right)
+    return Effect.suspend(() =>
+      fromEither(periodMillis(interval, initialDelay), ({ every, first }) => {
+        this.cell.startTimer(key, message, mode, first, every)
       })
-    })
+    )
   }
 }
 

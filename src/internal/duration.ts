@@ -72,3 +72,15 @@ export const positiveDuration = (option: string, example: string): Schema.Schema
       message: () => `${option} must be a positive finite duration such as ${example}`
     }
   )
+
+/** A periodic timer's interval and first delay (the interval itself when no initial delay is given), checked. */
+export const periodMillis = (
+  interval: Duration.DurationInput,
+  initialDelay: Duration.DurationInput | undefined
+): Either.Either<{ readonly every: number; readonly first: number }, InvalidTimerInterval | InvalidTimerDelay> =>
+  Either.flatMap(intervalMillis(interval), (every) =>
+    Either.map(initialDelay === undefined ? Either.right(every) : delayMillis(initialDelay), (first) => ({
+      every,
+      first
+    }))
+  )

@@ -35,7 +35,7 @@ import type { LogContext } from "../LogContext.js"
 import type { Cancellable } from "../Scheduler.js"
 import type { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
 import type { ActorCell, CellRef, TimerTable } from "./actorCell.js"
-import { delayMillis, intervalMillis } from "./duration.js"
+import { delayMillis, intervalMillis, periodMillis } from "./duration.js"
 import { currentState, GameClockState } from "./entityGameClock.js"
 import { OneShotEntry, PeriodicEntry, randomizedFirstDelay, type TimerOwner } from "./entityTimers.js"
 import { captureFrom, withoutParentSpan } from "./logContext.js"
@@ -288,11 +288,9 @@ class IncarnationContext<Model, Cmd extends Command> implements EntityContext<Mo
   ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay> {
     return Effect.suspend((): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay> => {
       const [initialDelay, interval, command] = args.length === 2 ? [undefined, args[0], args[1]] : args
-      const every = intervalMillis(interval)
-      if (Either.isLeft(every)) return Effect.fail(every.left)
-      const first = initialDelay === undefined ? Either.right(every.right) : delayMillis(initialDelay)
-      if (Either.isLeft(first)) return Effect.fail(first.left)
-      return Effect.sync(() => this.commandTimer(every.right, first.right, command))
+      const period = periodMillis(interval, initialDelay)
+      if (Either.isLeft(period)) return Effect.fail(period.left)
+      return Effect.sync(() => this.commandTimer(period.right.every, period.right.first, command))
     })
   }
 
