@@ -3,8 +3,8 @@
  *
  * An idle actor has no fiber. Work arriving queues a drain with the system's dispatcher, which runs the drains of many
  * ready actors on one fiber, each with the actor's own FiberRefs; the drain handles queued entries back to back (no
- * suspension per message while work is queued) and ends when the mailbox is empty. Ticks are drained inside the timer
- * driver's turn. Lifetimes follow DESIGN §3: stop and restart
+ * suspension per message while work is queued) and ends when the mailbox is empty. A tick for an idle actor is handled
+ * as it fires (`handleNow`); other ticks are drained inside the timer driver's turn. Lifetimes follow DESIGN §3: stop and restart
  * cancel the incarnation's timers (and registered timer tables) and stop its children before anything new starts.
  */
 import * as Cause from "effect/Cause"
@@ -26,7 +26,7 @@ import type { LogContext } from "../LogContext.js"
 import type { SupervisorStrategy } from "../Supervision.js"
 import { CellContext } from "./actorContext.js"
 import { type ActorHooks, hooksOf } from "./actorHooks.js"
-import { type Dispatcher, installFiberRefs } from "./dispatcher.js"
+import { completeNow, type Dispatcher, installFiberRefs } from "./dispatcher.js"
 import { EMPTY, Mailbox } from "./mailbox.js"
 import { recordDelivered, recordDropped, recordLateness } from "./metrics.js"
 import { BaseRef, type Delivery } from "./refs.js"
@@ -325,6 +325,11 @@ export class ActorCell {
       tick.undeliverable()
       return undefined
     }
+    if (this.host.driver.firing && this.isIdle()) {
+      tick.queued++
+      this.handleNow(tick)
+      return undefined
+    }
     if (this.mailbox.offer(tick)) {
       tick.queued++
       this.wake(this.host.driver.firing)
@@ -335,6 +340,38 @@ export class ActorCell {
     return Effect.logWarning(
       `tick dropped: mailbox full (capacity ${this.mailbox.capacity}); the timer keeps firing`
     ).pipe(Effect.annotateLogs({ actor: this.path, timer_kind: tick.kind }))
+  }
+
+  /** Running, with no drain queued or running and nothing queued: a tick may be handled at once. */
+  private isIdle(): boolean {
+    return (
+      !this.draining &&
+      this.status === Status.Running &&
+      this.fiberRefs !== undefined &&
+      this.mailbox.size === 0 &&
+      !this.mailbox.hasSystemMessages
+    )
+  }
+
+  /**
+   * Handles a tick as it fires, for an idle actor, inside the driver's loop: the tick skips the mailbox and the
+   * dispatcher, and is handled while its record is still in the CPU cache. A handler that completes synchronously (a
+   * value or an `Effect.sync`, as the dispatcher completes them) is done here; it runs no code that could observe the
+   * fiber (Effect hands `Effect.sync` no fiber), and nothing else of this actor's runs meanwhile, so this is what its
+   * drain would have done. Any other handler effect is kept as `pending`, and the actor's drain, queued now, runs it
+   * before anything queued after it. (10k actors × 100 ms: CPU 33-39% → 15% of a core; push
+   * 300k → 800k ticks/s; see docs/performance.md.)
+   */
+  private handleNow(tick: MailboxTick): void {
+    const effect = this.handle(tick)
+    if (effect === undefined) return
+    const rest = completeNow(effect, this)
+    if (rest === undefined) return
+    this.pending = rest
+    // `receive` itself may have queued this actor's drain (a tell to itself): that drain runs `pending` first.
+    if (this.draining) return
+    this.draining = true
+    this.host.dispatcher.enqueue(this, true)
   }
 
   // ---------------------------------------------------------------- the drain
@@ -364,6 +401,8 @@ export class ActorCell {
   }
 
   private budget = 0
+  /** A tick's handler effect that `handleNow` left for the drain. */
+  private pending: Effect.Effect<unknown, unknown> | undefined = undefined
   /** How the dispatcher must complete the effect `next` returned. */
   private completion = Completion.Internal
 
@@ -377,6 +416,12 @@ export class ActorCell {
       this.started = true
       this.completion = Completion.Internal
       return this.start()
+    }
+    const pending = this.pending
+    if (pending !== undefined) {
+      // A tick handled as it fired whose handler did not complete at once (`handleNow`); `completion` is its own.
+      this.pending = undefined
+      return pending
     }
     for (;;) {
       if (this.status === Status.Terminated) return this.endDrain()

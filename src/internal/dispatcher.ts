@@ -12,7 +12,8 @@
  * up another actor. An actor that has handled `throughput` messages in a row goes to the back of the queue. The suspended fiber finishes its actor's drain when it resumes and then ends, because the queue now belongs
  * to the newer batch (an epoch counter says which one owns it).
  *
- * Ticks fired in a driver turn are run by `flush` at the end of the turn, inside it. Other wake-ups (a tell from a
+ * A tick for an idle actor is handled as it fires, without the dispatcher (`ActorCell.handleNow`), unless its handler
+ * suspends. Ticks for busy actors, fired in a driver turn, are run by `flush` at the end of the turn, inside it. Other wake-ups (a tell from a
  * handler or from outside) schedule one flush on Effect's scheduler, so handlers never nest and a burst of tells is
  * handled in one batch. A flush runs at most `FLUSH_BUDGET` drains and then schedules the rest.
  *
@@ -23,7 +24,7 @@
  * row the next one waits for a macrotask (Effect's `Scheduler.timer(0)`); a flush run by the timer driver, which
  * itself sleeps on macrotasks, starts the count again.
  */
-import * as Cause from "effect/Cause"
+import type * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
@@ -157,24 +158,12 @@ export class Dispatcher {
           }
         }
         const effect = current.next()
-        const op = effect === undefined ? undefined : (effect as unknown as Primitive)._op
         if (effect === undefined) {
           current = undefined
-        } else if (op === "Success") {
-          // Already a value (`Effect.succeed(state)`, `Effect.void`): no need to go through the run loop.
-          current.succeeded((effect as unknown as Exit.Success<unknown, unknown>).value)
-        } else if (op === "Sync") {
-          // `Effect.sync(thunk)`: call the thunk as the run loop would.
-          let value: unknown
-          try {
-            value = (effect as unknown as Primitive).effect_instruction_i0()
-          } catch (defect) {
-            return Effect.zipRight(current.failed(Cause.die(defect)), step)
-          }
-          current.succeeded(value)
-        } else {
-          return Effect.matchCauseEffect(effect, continuation)
+          continue
         }
+        const rest = completeNow(effect, current)
+        if (rest !== undefined) return Effect.matchCauseEffect(rest, continuation)
       }
     })
     const continuation = {
@@ -186,6 +175,33 @@ export class Dispatcher {
     }
     return step
   }
+}
+
+/**
+ * Completes `effect` for `drainable` right here when it is a value or a plain `Effect.sync` (see `Primitive`),
+ * reporting the value to `succeeded`; undefined then. Otherwise returns what must still run on a fiber: the effect
+ * itself, or the defect of a thunk that threw.
+ */
+export const completeNow = (
+  effect: Effect.Effect<unknown, unknown>,
+  drainable: Drainable
+): Effect.Effect<unknown, unknown> | undefined => {
+  const op = (effect as unknown as Primitive)._op
+  if (op === "Success") {
+    // Already a value (`Effect.succeed(state)`, `Effect.void`): no need to go through the run loop.
+    drainable.succeeded((effect as unknown as Exit.Success<unknown, unknown>).value)
+    return undefined
+  }
+  if (op !== "Sync") return effect
+  // `Effect.sync(thunk)`: call the thunk as the run loop would; a thunk that throws is a defect.
+  let value: unknown
+  try {
+    value = (effect as unknown as Primitive).effect_instruction_i0()
+  } catch (defect) {
+    return Effect.die(defect)
+  }
+  drainable.succeeded(value)
+  return undefined
 }
 
 /**
