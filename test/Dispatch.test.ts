@@ -96,52 +96,59 @@ describe("actors sharing dispatcher fibers", () => {
     }).pipe(Effect.provide(SystemLive))
   )
 
-  it.scoped("a tick handled as it fires whose handler suspends keeps the actor's order: what it told itself waits", () =>
-    Effect.gen(function* () {
-      const system = yield* ActorSystem.ActorSystem
-      const probe = yield* TestProbe.make<string>()
-      const Sleeper = Actor.make<"tick" | "after">()({
-        preStart: (ctx) => Effect.orDie(ctx.timers.startSingleTimer("t", "tick", "10 millis")),
-        receive: (msg, ctx) => {
-          if (msg === "after") return probe.ref.tell("after")
-          // told while the tick's handler is being made, before it ran: it must wait for the handler to finish
-          ctx.self.unsafeTell("after")
-          return Effect.zipRight(Effect.sleep("50 millis"), probe.ref.tell("tick done"))
-        }
-      })
-      yield* system.spawn(Sleeper, "sleeper")
-      yield* TestClock.adjust("10 millis")
-      assert.deepStrictEqual(yield* probe.receiveAll, [])
-      yield* TestClock.adjust("50 millis")
-      assert.deepStrictEqual(
-        (yield* probe.receiveAll).map((r) => r.message),
-        ["tick done", "after"]
-      )
-    }).pipe(Effect.provide(SystemLive))
+  it.scoped(
+    "a tick handled as it fires whose handler suspends keeps the actor's order: what it told itself waits",
+    () =>
+      Effect.gen(function* () {
+        const system = yield* ActorSystem.ActorSystem
+        const probe = yield* TestProbe.make<string>()
+        const Sleeper = Actor.make<"tick" | "after">()({
+          preStart: (ctx) => Effect.orDie(ctx.timers.startSingleTimer("t", "tick", "10 millis")),
+          receive: (msg, ctx) => {
+            if (msg === "after") return probe.ref.tell("after")
+            // told while the tick's handler is being made, before it ran: it must wait for the handler to finish
+            ctx.self.unsafeTell("after")
+            return Effect.zipRight(Effect.sleep("50 millis"), probe.ref.tell("tick done"))
+          }
+        })
+        yield* system.spawn(Sleeper, "sleeper")
+        yield* TestClock.adjust("10 millis")
+        assert.deepStrictEqual(yield* probe.receiveAll, [])
+        yield* TestClock.adjust("50 millis")
+        assert.deepStrictEqual(
+          (yield* probe.receiveAll).map((r) => r.message),
+          ["tick done", "after"]
+        )
+      }).pipe(Effect.provide(SystemLive))
   )
 
-  it.scoped("a tick handled as it fires by an Effect.sync handler that throws is supervised like any other defect", () =>
-    Effect.gen(function* () {
-      const system = yield* ActorSystem.ActorSystem
-      const probe = yield* TestProbe.make<string>()
-      let ticks = 0
-      const Fragile = Actor.make<"tick">()({
-        preStart: (ctx) =>
-          Effect.zipRight(probe.ref.tell("started"), Effect.orDie(ctx.timers.startSingleTimer("t", "tick", "10 millis"))),
-        receive: () =>
-          Effect.sync(() => {
-            if (++ticks === 1) throw new Error("boom")
-            probe.ref.unsafeTell("ticked")
-          })
-      })
-      yield* system.spawn(Fragile, "fragile")
-      assert.strictEqual(yield* probe.expectMessage, "started")
-      yield* TestClock.adjust("10 millis")
-      // restarted by the guardian: a new incarnation with a new timer, whose tick is handled
-      assert.strictEqual(yield* probe.expectMessage, "started")
-      yield* TestClock.adjust("10 millis")
-      assert.strictEqual(yield* probe.expectMessage, "ticked")
-    }).pipe(Effect.provide(SystemLive))
+  it.scoped(
+    "a tick handled as it fires by an Effect.sync handler that throws is supervised like any other defect",
+    () =>
+      Effect.gen(function* () {
+        const system = yield* ActorSystem.ActorSystem
+        const probe = yield* TestProbe.make<string>()
+        let ticks = 0
+        const Fragile = Actor.make<"tick">()({
+          preStart: (ctx) =>
+            Effect.zipRight(
+              probe.ref.tell("started"),
+              Effect.orDie(ctx.timers.startSingleTimer("t", "tick", "10 millis"))
+            ),
+          receive: () =>
+            Effect.sync(() => {
+              if (++ticks === 1) throw new Error("boom")
+              probe.ref.unsafeTell("ticked")
+            })
+        })
+        yield* system.spawn(Fragile, "fragile")
+        assert.strictEqual(yield* probe.expectMessage, "started")
+        yield* TestClock.adjust("10 millis")
+        // restarted by the guardian: a new incarnation with a new timer, whose tick is handled
+        assert.strictEqual(yield* probe.expectMessage, "started")
+        yield* TestClock.adjust("10 millis")
+        assert.strictEqual(yield* probe.expectMessage, "ticked")
+      }).pipe(Effect.provide(SystemLive))
   )
 
   it.scoped("after `throughput` messages in a row an actor lets the other ready actors go first", () =>
