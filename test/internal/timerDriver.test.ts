@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, TestClock } from "effect"
+import { type Clock, Effect, Fiber, TestClock } from "effect"
 import { TimerDriver, TimerEntry } from "../../src/internal/timerDriver.js"
 
 /** One call of `fire`: which entry, the driver's `now`, and the due time it had been armed at. */
@@ -437,6 +437,37 @@ describe("TimerDriver", () => {
         [4, 1],
         [6, 1]
       ])
+    })
+  )
+
+  it.scoped("a turn goes on firing what comes due while it runs, for up to 5 ms, then ends", () =>
+    Effect.gen(function* () {
+      const testClock = yield* Effect.clock
+      // Every firing takes 1 ms of this clock: a turn that starts at 10 has reached 11 after its first entry.
+      let work = 0
+      const clock: Clock.Clock = Object.create(testClock)
+      clock.unsafeCurrentTimeMillis = () => testClock.unsafeCurrentTimeMillis() + work
+      const turns: Array<number> = []
+      const driver: TimerDriver = new TimerDriver(clock, () => turns.push(driver.stats.fired))
+      const log: Array<Firing> = []
+      for (let due = 10; due < 18; due++) {
+        driver.schedule(
+          new Recorder(`t${due}`, log, undefined, () => {
+            work++
+            return undefined
+          }),
+          due
+        )
+      }
+      yield* start(driver)
+      yield* TestClock.adjust(10)
+      // The first turn starts at 10 and ends at 15, the end of its slice, having fired what was due until 14 as each
+      // came due; the next turn fires the rest (due by 15 and, as it runs, 16 and 17).
+      assert.deepStrictEqual(
+        log.map((f) => [f.name, f.now]),
+        [10, 11, 12, 13, 14, 15, 16, 17].map((due) => [`t${due}`, due])
+      )
+      assert.deepStrictEqual(turns, [0, 5, 8])
     })
   )
 
