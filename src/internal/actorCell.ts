@@ -4,8 +4,9 @@
  * An idle actor has no fiber. Work arriving queues a drain with the system's dispatcher, which runs the drains of many
  * ready actors on one fiber, each with the actor's own FiberRefs; the drain handles queued entries back to back (no
  * suspension per message while work is queued) and ends when the mailbox is empty. A tick for an idle actor is handled
- * as it fires (`handleNow`); other ticks are drained inside the timer driver's turn. Lifetimes follow DESIGN §3: stop and restart
- * cancel the incarnation's timers (and registered timer tables) and stop its children before anything new starts.
+ * as it fires (`handleNow`); other ticks are drained inside the timer driver's turn. Lifetimes follow DESIGN §3: stop
+ * and restart cancel the incarnation's timers (and registered timer tables) and stop its children before anything new
+ * starts.
  */
 import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
@@ -359,8 +360,8 @@ export class ActorCell {
    * value or an `Effect.sync`, as the dispatcher completes them) is done here; it runs no code that could observe the
    * fiber (Effect hands `Effect.sync` no fiber), and nothing else of this actor's runs meanwhile, so this is what its
    * drain would have done. Any other handler effect is kept as `pending`, and the actor's drain, queued now, runs it
-   * before anything queued after it. (10k actors × 100 ms: CPU 33-39% → 15% of a core; push
-   * 300k → 800k ticks/s; see docs/performance.md.)
+   * before anything queued after it. (10k actors × 100 ms: CPU 33-39% → 15-16% of a core; push 300k → 715-812k
+   * ticks/s; see docs/performance.md.)
    */
   private handleNow(tick: MailboxTick): void {
     const effect = this.handle(tick)

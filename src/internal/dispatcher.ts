@@ -7,15 +7,16 @@
  * (its services and its `actor` log annotation) before its drain, exactly what a fiber of its own would have seen.
  *
  * A batch fiber is started with `immediate`, so it runs synchronously until it finishes or suspends. When a handler
- * suspends (it sleeps or awaits a reply, or Effect's run loop yields after 2,048 operations) the batch fiber stays
- * with that actor and the dispatcher starts a new batch fiber for the rest of the queue: a slow handler never holds
- * up another actor. An actor that has handled `throughput` messages in a row goes to the back of the queue. The suspended fiber finishes its actor's drain when it resumes and then ends, because the queue now belongs
- * to the newer batch (an epoch counter says which one owns it).
+ * suspends (it sleeps or awaits a reply, or Effect's run loop yields after 2,048 operations) the batch fiber stays with
+ * that actor and the dispatcher starts a new batch fiber for the rest of the queue: a slow handler never holds up
+ * another actor. An actor that has handled `throughput` messages in a row goes to the back of the queue. The suspended
+ * fiber finishes its actor's drain when it resumes and then ends, because the queue now belongs to the newer batch (an
+ * epoch counter says which one owns it).
  *
  * A tick for an idle actor is handled as it fires, without the dispatcher (`ActorCell.handleNow`), unless its handler
- * suspends. Ticks for busy actors, fired in a driver turn, are run by `flush` at the end of the turn, inside it. Other wake-ups (a tell from a
- * handler or from outside) schedule one flush on Effect's scheduler, so handlers never nest and a burst of tells is
- * handled in one batch. A flush runs at most `FLUSH_BUDGET` drains and then schedules the rest.
+ * suspends. Ticks for busy actors, fired in a driver turn, are run by `flush` at the end of the turn, inside it. Other
+ * wake-ups (a tell from a handler or from outside) schedule one flush on Effect's scheduler, so handlers never nest and
+ * a burst of tells is handled in one batch. A flush runs at most `FLUSH_BUDGET` drains and then schedules the rest.
  *
  * Scheduled flushes run as microtasks (Effect's scheduler), and so do the resumptions of batch fibers. Effect's
  * scheduler moves to a macrotask only after 2,048 rounds *of one fiber*, and every batch fiber is new, so actors that

@@ -148,7 +148,10 @@ export class TimerDriver {
     })
   })
 
-  /** Fires everything due at `now`, in (due, seq) order, up to a batch. Entries re-armed at or before `now` fire too. */
+  /**
+   * Fires everything due at `now`, in (due, seq) order, up to a batch, then what came due while it ran, up to the end of
+   * the slice. Entries re-armed at or before the time they fire at fire too.
+   */
   private fireDue(now: number, budget = BATCH, sliceEnd = now + SLICE_MILLIS): Effect.Effect<void> | undefined {
     let entry: TimerEntry | undefined
     this.firing = true
