@@ -36,6 +36,11 @@ export interface Cancellable {
   readonly cancel: Effect.Effect<boolean>
   /** True after a successful `cancel` (and for schedules made after the system shut down). */
   readonly isCancelled: Effect.Effect<boolean>
+  /**
+   * `cancel`, done at once outside any effect, like `ActorRef.unsafeTell`: for callbacks and hot paths that already
+   * run synchronously. True when it stopped an active schedule.
+   */
+  unsafeCancel(): boolean
 }
 
 /**
@@ -65,6 +70,34 @@ export interface Scheduler {
     message: Msg,
     sender?: ActorRef<any>
   ) => Effect.Effect<Cancellable, InvalidTimerDelay>
+  /**
+   * `scheduleOnce`, done at once outside any effect, like `ActorRef.unsafeTell`: for callbacks and hot paths that
+   * already run synchronously (an `Effect.sync` handler). A bad `delay` throws the `InvalidTimerDelay` that
+   * `scheduleOnce` would fail with. Each `scheduleOnce` is an effect, and running it costs Effect's run loop about as
+   * much as the engine's own work; this skips that (see docs/performance.md).
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { Actor, ActorSystem } from "tickwork"
+   *
+   * const program = Effect.gen(function*() {
+   *   const system = yield* ActorSystem.ActorSystem
+   *   const Reminder = Actor.make<string>()({ receive: (order) => Effect.log(`remind ${order}`) })
+   *   const reminders = yield* system.spawn(Reminder, "reminders")
+   *   // plain synchronous code: one engine record per schedule, no effect to run
+   *   const schedule = (order: string) => system.scheduler.unsafeScheduleOnce("15 minutes", reminders, order)
+   *   const handles = ["a", "b", "c"].map(schedule)
+   *   handles[0]!.unsafeCancel() // true: "a" is not sent
+   * })
+   * ```
+   */
+  readonly unsafeScheduleOnce: <Msg>(
+    delay: Duration.DurationInput,
+    target: ActorRef<Msg>,
+    message: Msg,
+    sender?: ActorRef<any>
+  ) => Cancellable
   /** Runs `task` once, after `delay`. */
   readonly scheduleOnceFunction: <E, R>(
     delay: Duration.DurationInput,

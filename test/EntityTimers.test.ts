@@ -410,6 +410,28 @@ describe("one-shots: scheduleExecuteOnActorContext", () => {
     }).pipe(Effect.scoped, Effect.provide(SystemLive))
   )
 
+  it.effect("unsafeCancel cancels periodic timers and one-shots at once, as cancel does", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const registry = yield* Entity.makeRegistry(makeKind(probe))
+      const periodic = yield* inEntity(registry, "e", (ctx) => ctx.startPeriodicTimer(100, 100, tick("t")))
+      const oneShot = yield* inEntity(registry, "e", (ctx) =>
+        ctx.scheduleExecuteOnActorContext("150 millis", probe.ref.tell("never"))
+      )
+      yield* TestClock.adjust("100 millis")
+      assert.deepStrictEqual(yield* arrivals(probe), ["e:t@100"])
+      assert.isTrue(periodic.unsafeCancel())
+      assert.isTrue(oneShot.unsafeCancel())
+      assert.isFalse(periodic.unsafeCancel(), "cancel twice: false")
+      assert.isFalse(oneShot.unsafeCancel(), "cancel twice: false")
+      assert.isTrue(yield* periodic.isCancelled)
+      assert.isTrue(yield* oneShot.isCancelled)
+      assert.strictEqual((yield* registry.stats).timers, 0)
+      yield* TestClock.adjust("1 second")
+      assert.deepStrictEqual(yield* arrivals(probe), [])
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
   it.effect("a one-shot cancelled while it waits in the mailbox never runs", () =>
     Effect.gen(function* () {
       const probe = yield* TestProbe.make<string>()

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Option, Ref, TestClock } from "effect"
-import { Actor, ActorSystem, EventStream } from "tickwork"
+import { Actor, ActorSystem, EventStream, TimerError } from "tickwork"
 import { TestProbe } from "tickwork/testkit"
 import { captureLogs } from "./utils.js"
 
@@ -241,6 +241,56 @@ describe("system.scheduler", () => {
       yield* target.tell("crash")
       yield* TestClock.adjust("200 millis")
       assert.strictEqual((yield* probe.receiveAll).length, 3)
+    }).pipe(Effect.provide(SystemLive))
+  )
+
+  it.effect("unsafeScheduleOnce schedules at once, outside any effect; unsafeCancel cancels at once", () =>
+    Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const probe = yield* TestProbe.make<string>()
+      const replyTo = yield* TestProbe.make<string>()
+      const target = yield* ActorSystem.spawn(Forwarder(probe), "target")
+      const kept = system.scheduler.unsafeScheduleOnce("1 second", probe.ref, "kept", replyTo.ref)
+      const dropped = system.scheduler.unsafeScheduleOnce(500, target, "dropped")
+      const viaMailbox = system.scheduler.unsafeScheduleOnce("2 seconds", target, "via mailbox")
+      // armed before any effect ran: the engine holds all three
+      assert.strictEqual((yield* system.stats).engineEntries, 3)
+      assert.isTrue(dropped.unsafeCancel())
+      assert.isFalse(dropped.unsafeCancel(), "a second cancel stops nothing")
+      assert.isTrue(yield* dropped.isCancelled)
+      assert.isFalse(yield* dropped.cancel)
+      yield* TestClock.adjust("1 second")
+      const received = yield* probe.expectReceived
+      assert.deepStrictEqual([received.message, received.at, received.sender], ["kept", 1000, replyTo.ref])
+      assert.isFalse(kept.unsafeCancel(), "a one-shot that ran has nothing left to cancel")
+      yield* TestClock.adjust("1 second")
+      yield* probe.expectMessageEquals("via mailbox")
+      assert.isFalse(viaMailbox.unsafeCancel(), "handled by the target: done")
+      yield* probe.expectNoMessage("1 minute")
+      assert.strictEqual((yield* system.stats).timers, 0)
+    }).pipe(Effect.provide(SystemLive))
+  )
+
+  it.effect("unsafeScheduleOnce throws the typed error of scheduleOnce for a bad delay, and arms nothing", () =>
+    Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const probe = yield* TestProbe.make<string>()
+      for (const delay of [-5, Number.NaN, Number.POSITIVE_INFINITY, "soon"] as const) {
+        let thrown: unknown
+        try {
+          system.scheduler.unsafeScheduleOnce(delay as never, probe.ref, "x")
+        } catch (error) {
+          thrown = error
+        }
+        assert.instanceOf(thrown, TimerError.InvalidTimerDelay, String(delay))
+        const failed = yield* Effect.flip(system.scheduler.scheduleOnce(delay as never, probe.ref, "x"))
+        assert.deepStrictEqual(thrown, failed, "the same error as scheduleOnce's")
+      }
+      assert.strictEqual((yield* system.stats).engineEntries, 0)
+      yield* system.shutdown
+      const late = system.scheduler.unsafeScheduleOnce("1 second", probe.ref, "x")
+      assert.isTrue(yield* late.isCancelled, "after shutdown: already cancelled")
+      assert.isFalse(late.unsafeCancel())
     }).pipe(Effect.provide(SystemLive))
   )
 

@@ -200,15 +200,21 @@ export class SystemImpl implements CellHost, SchedulerHost {
       // The input is a value: it is checked when the effect is made, and the effect itself is one `sync`.
       const millis = delayMillis(delay)
       if (Either.isLeft(millis)) return Effect.fail(millis.left)
-      return Effect.sync(() =>
-        this.terminating
-          ? alreadyCancelled
-          : this.arm(
-              new ScheduledMessage(this, target, msg, sender, interval > 0 ? (due) => due + interval : undefined),
-              millis.right
-            )
-      )
+      return Effect.sync(() => armMessage(millis.right, interval, target, msg, sender))
     }
+    const armMessage = (
+      millis: number,
+      interval: number,
+      target: ActorRef<any>,
+      msg: unknown,
+      sender: ActorRef<any> | undefined
+    ): Cancellable =>
+      this.terminating
+        ? alreadyCancelled
+        : this.arm(
+            new ScheduledMessage(this, target, msg, sender, interval > 0 ? (due) => due + interval : undefined),
+            millis
+          )
     const task = <E, R>(delay: Duration.DurationInput, interval: number, effect: Effect.Effect<unknown, E, R>) =>
       Effect.flatMap(Effect.context<R>(), (context) =>
         Either.map(delayMillis(delay), (millis) =>
@@ -261,6 +267,11 @@ export class SystemImpl implements CellHost, SchedulerHost {
           return Effect.asVoid(entry.cancel)
         }),
       scheduleOnce: (delay, target, msg, sender) => message(delay, 0, target, msg, sender),
+      unsafeScheduleOnce: (delay, target, msg, sender) => {
+        const millis = delayMillis(delay)
+        if (Either.isLeft(millis)) throw millis.left
+        return armMessage(millis.right, 0, target, msg, sender)
+      },
       scheduleOnceFunction: (delay, effect) => task(delay, 0, effect),
       scheduleAtFixedRate: (initialDelay, interval, target, msg, sender) =>
         Either.match(intervalMillis(interval), {

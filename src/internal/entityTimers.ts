@@ -123,14 +123,16 @@ export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellab
     this.owner.driver.cancel(this)
   }
 
+  unsafeCancel(): boolean {
+    if (!this.active) return false
+    this.stop()
+    this.owner.release(this)
+    return true
+  }
+
   // Getters rather than fields: a timer costs no effect objects until someone asks.
   get cancel(): Effect.Effect<boolean> {
-    return Effect.sync(() => {
-      if (!this.active) return false
-      this.stop()
-      this.owner.release(this)
-      return true
-    })
+    return Effect.sync(() => this.unsafeCancel())
   }
 
   get isCancelled(): Effect.Effect<boolean> {
@@ -224,13 +226,15 @@ export class OneShotEntry extends MailboxTick implements EntityTimer, Cancellabl
     this.owner.driver.cancel(this)
   }
 
+  unsafeCancel(): boolean {
+    if (this.state !== OneShotState.Pending && this.state !== OneShotState.Queued) return false
+    this.stop()
+    this.owner.release(this)
+    return true
+  }
+
   get cancel(): Effect.Effect<boolean> {
-    return Effect.sync(() => {
-      if (this.state !== OneShotState.Pending && this.state !== OneShotState.Queued) return false
-      this.stop()
-      this.owner.release(this)
-      return true
-    })
+    return Effect.sync(() => this.unsafeCancel())
   }
 
   get isCancelled(): Effect.Effect<boolean> {

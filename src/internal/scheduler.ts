@@ -50,7 +50,8 @@ export const cancelNow = (entry: Settling & ScheduledEntry): boolean => {
 }
 
 /** `Cancellable.cancel` and `isCancelled` of both kinds of entry. */
-const cancelEffect = (entry: Settling & ScheduledEntry): Effect.Effect<boolean> => Effect.sync(() => cancelNow(entry))
+const cancelEffect = (entry: Settling & ScheduledEntry): Effect.Effect<boolean> =>
+  Effect.sync(() => entry.unsafeCancel())
 const cancelledEffect = (entry: Settling): Effect.Effect<boolean> => Effect.sync(() => entry.state === State.Cancelled)
 
 interface MessageExtra {
@@ -101,6 +102,10 @@ export class ScheduledMessage extends MailboxTick implements Cancellable, Settli
 
   get isCancelled(): Effect.Effect<boolean> {
     return cancelledEffect(this)
+  }
+
+  unsafeCancel(): boolean {
+    return cancelNow(this)
   }
 
   override get sender(): ActorRef<any> | undefined {
@@ -160,6 +165,10 @@ export class ScheduledFunction extends TimerEntry implements Cancellable, Settli
     return cancelledEffect(this)
   }
 
+  unsafeCancel(): boolean {
+    return cancelNow(this)
+  }
+
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
     recordLateness(now - this.due)
     if (this.interval > 0) {
@@ -202,5 +211,6 @@ export class ScheduledFunction extends TimerEntry implements Cancellable, Settli
 /** What a schedule made after shutdown returns. */
 export const alreadyCancelled: Cancellable = {
   cancel: Effect.succeed(false),
-  isCancelled: Effect.succeed(true)
+  isCancelled: Effect.succeed(true),
+  unsafeCancel: () => false
 }
