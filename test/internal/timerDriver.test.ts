@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { type Clock, Effect, Fiber, TestClock } from "effect"
-import { TimerDriver, TimerEntry } from "../../src/internal/timerDriver.js"
+import { OPEN_AHEAD_MILLIS, TimerDriver, TimerEntry } from "../../src/internal/timerDriver.js"
 
 /** One call of `fire`: which entry, the driver's `now`, and the due time it had been armed at. */
 interface Firing {
@@ -471,20 +471,21 @@ describe("TimerDriver", () => {
     })
   )
 
-  it.scoped("a window of far timers is opened in steps a second before it starts; its timers still fire on time", () =>
+  it.scoped("a window of far timers is opened in steps ahead of its start; its timers still fire on time", () =>
     Effect.gen(function* () {
       const driver = yield* makeDriver
       const log: Array<Firing> = []
-      // 20,000 timers in the window 4096..5119: more than one opening step
+      // 20,000 timers in the window 7168..8191: more than one opening step
       const n = 20_000
-      for (let i = 0; i < n; i++) driver.schedule(new Recorder(`t${i}`, log), 5000 + (i % 3))
+      const opensAt = 7168 - OPEN_AHEAD_MILLIS
+      for (let i = 0; i < n; i++) driver.schedule(new Recorder(`t${i}`, log), 8000 + (i % 3))
       yield* start(driver)
-      yield* TestClock.adjust(3095)
-      assert.strictEqual(driver.queue.nextWindowStart(), 4096) // not yet: the window starts in more than 1 s
+      yield* TestClock.adjust(opensAt - 1)
+      assert.strictEqual(driver.queue.nextWindowStart(), 7168) // not yet
       yield* TestClock.adjust(1)
-      assert.isUndefined(driver.queue.nextWindowStart()) // opened, in steps, at 3096
-      assert.strictEqual(driver.queue.peekDue(), 5000)
-      yield* TestClock.adjust(1903)
+      assert.isUndefined(driver.queue.nextWindowStart()) // opened, in steps, at opensAt
+      assert.strictEqual(driver.queue.peekDue(), 8000)
+      yield* TestClock.adjust(7999 - opensAt)
       assert.strictEqual(log.length, 0)
       yield* TestClock.adjust(3)
       assert.strictEqual(log.length, n)
@@ -493,7 +494,7 @@ describe("TimerDriver", () => {
         Array.from({ length: n / 3 + (r < n % 3 ? 1 : 0) }, (_, k) => 3 * k + r)
       )
       assert.deepStrictEqual(order, expected)
-      assert.isTrue(log.every((f) => f.now === f.due && f.due === 5000 + (Number(f.name.slice(1)) % 3)))
+      assert.isTrue(log.every((f) => f.now === f.due && f.due === 8000 + (Number(f.name.slice(1)) % 3)))
     })
   )
 
@@ -505,14 +506,15 @@ describe("TimerDriver", () => {
       yield* start(driver)
       yield* TestClock.adjust(10)
       const n = 20_000
-      for (let i = 0; i < n; i++) driver.schedule(new Recorder(`t${i}`, log), 5000)
-      yield* TestClock.adjust(3085)
-      assert.strictEqual(driver.queue.nextWindowStart(), 4096)
-      yield* TestClock.adjust(1) // 3096: a second before the window
+      const opensAt = 7168 - OPEN_AHEAD_MILLIS
+      for (let i = 0; i < n; i++) driver.schedule(new Recorder(`t${i}`, log), 8000)
+      yield* TestClock.adjust(opensAt - 11)
+      assert.strictEqual(driver.queue.nextWindowStart(), 7168)
+      yield* TestClock.adjust(1)
       assert.strictEqual(driver.queue.nextWindowStart(), Math.floor(3_600_000 / 1024) * 1024)
-      yield* TestClock.adjust(1904)
+      yield* TestClock.adjust(8000 - opensAt)
       assert.strictEqual(log.length, n)
-      assert.isTrue(log.every((f, i) => f.name === `t${i}` && f.now === 5000))
+      assert.isTrue(log.every((f, i) => f.name === `t${i}` && f.now === 8000))
     })
   )
 
