@@ -96,6 +96,31 @@ describe("actors sharing dispatcher fibers", () => {
     }).pipe(Effect.provide(SystemLive))
   )
 
+  it.scoped("a tick for an idle actor is handled as it fires, before what fires after it in the same turn", () =>
+    Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const probe = yield* TestProbe.make<string>()
+      const Quick = Actor.make<"tick">()({
+        preStart: (ctx) =>
+          Effect.zipRight(
+            Effect.orDie(ctx.timers.startSingleTimer("t", "tick", "10 millis")),
+            probe.ref.tell("started")
+          ),
+        receive: () => Effect.sync(() => probe.ref.unsafeTell("handled"))
+      })
+      yield* system.spawn(Quick, "quick")
+      assert.strictEqual(yield* probe.expectMessage, "started")
+      // due in the same millisecond and armed after the actor's timer: it fires next, straight to the probe
+      yield* system.scheduler.scheduleOnce("10 millis", probe.ref, "fired next")
+      yield* TestClock.adjust("10 millis")
+      // through the mailbox and the dispatcher, the tick would be handled at the end of the turn, after it
+      assert.deepStrictEqual(
+        (yield* probe.receiveAll).map((r) => r.message),
+        ["handled", "fired next"]
+      )
+    }).pipe(Effect.provide(SystemLive))
+  )
+
   it.scoped(
     "a tick handled as it fires whose handler suspends keeps the actor's order: what it told itself waits",
     () =>

@@ -642,6 +642,35 @@ describe("Grains", () => {
       }).pipe(Effect.provide(layer))
     })
 
+    it.effect(
+      "an onReceive that throws on a tick fails like a failing tick handler; the grain and all timers go on",
+      () => {
+        const { layer, logs } = captureLogs()
+        return Effect.gen(function* () {
+          const probe = yield* TestProbe.make<string>()
+          const kind = makeKind(probe, {
+            passivation: Passivation.never,
+            onTick: (ctx) => {
+              if ((ctx.message as { label: string }).label === "boom") throw new Error("thrown while making the effect")
+              return Effect.void
+            }
+          })
+          yield* Effect.gen(function* () {
+            yield* run(kind, (ctx) => Effect.all([ctx.scheduleOnce(tick("boom"), 10), ctx.schedule(tick("on"), 100)]))
+            yield* TestClock.adjust("300 millis")
+            const warnings = logs.filter((l) => l.level === "WARN").map((l) => l.message)
+            assert.strictEqual(warnings.filter((w) => w.includes("failed handling a timer tick")).length, 1)
+            // the periodic timer of the same grain kept firing: the timer driver that handled the tick is alive
+            assert.deepStrictEqual(
+              (yield* events(probe)).filter((e) => e.startsWith("on")),
+              ["on#1", "on#1", "on#1"]
+            )
+            assert.isTrue(yield* (yield* Grains.Grains).isActive(kind, "k"))
+          }).pipe(Effect.provide(live(kind)))
+        }).pipe(Effect.provide(layer))
+      }
+    )
+
     it.effect("a keep-alive timer keeps the grain available for a tick due after the idle timeout", () =>
       withGrain({ passivation: Passivation.idle("1 second") }, (probe, kind) =>
         Effect.gen(function* () {

@@ -13,10 +13,11 @@
  * fiber finishes its actor's drain when it resumes and then ends, because the queue now belongs to the newer batch (an
  * epoch counter says which one owns it).
  *
- * A tick for an idle actor is handled as it fires, without the dispatcher (`ActorCell.handleNow`), unless its handler
- * suspends. Ticks for busy actors, fired in a driver turn, are run by `flush` at the end of the turn, inside it. Other
- * wake-ups (a tell from a handler or from outside) schedule one flush on Effect's scheduler, so handlers never nest and
- * a burst of tells is handled in one batch. A flush runs at most `FLUSH_BUDGET` drains and then schedules the rest.
+ * A tick for an idle actor is handled as it fires, without the dispatcher (`ActorCell.handleNow`), when its handler
+ * completes at once (a value or an `Effect.sync`); any other handler effect is queued here like a drain. Ticks for busy
+ * actors, fired in a driver turn, are run by `flush` at the end of the turn, inside it. Other wake-ups (a tell from a
+ * handler or from outside) schedule one flush on Effect's scheduler, so handlers never nest and a burst of tells is
+ * handled in one batch. A flush runs at most `FLUSH_BUDGET` drains and then schedules the rest.
  *
  * Scheduled flushes run as microtasks (Effect's scheduler), and so do the resumptions of batch fibers. Effect's
  * scheduler moves to a macrotask only after 2,048 rounds *of one fiber*, and every batch fiber is new, so actors that

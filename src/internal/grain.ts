@@ -176,7 +176,9 @@ class Activation implements TimerOwner {
       return Effect.void
     }
     const context = new MessageContext(this, message, isTick)
-    return Effect.matchCauseEffect(this.kind.onReceive(context, this.state) as Effect.Effect<unknown, unknown>, {
+    // suspended: an `onReceive` that throws fails like one whose effect dies
+    const handled = Effect.suspend(() => this.kind.onReceive(context, this.state) as Effect.Effect<unknown, unknown>)
+    return Effect.matchCauseEffect(handled, {
       onSuccess: (state) => {
         this.state = state
         this.processed++

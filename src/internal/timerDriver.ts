@@ -53,7 +53,8 @@ export const OPEN_AHEAD_MILLIS = 3_000
 const OPEN_STEP = 8_192
 
 /**
- * How long a turn goes on firing what comes due while it runs, before it ends and the driver yields to the event loop.
+ * How long a turn goes on firing what comes due while it runs, before it ends and the driver yields to the event loop
+ * (checked between passes over what is due, so a pass that started in time may run past it, up to `BATCH` entries).
  * Yielding costs a millisecond or more (a zero sleep is a `setTimeout(0)` on the live clock), so a driver that yields
  * whenever it falls behind starts each tick of a busy second late by that much: 1M timers due within one second were
  * handled ~3 ms late at the median, ~3 ms later than Node's own timers.
@@ -78,7 +79,10 @@ export class TimerDriver {
   private parked: ((effect: Effect.Effect<void>) => void) | undefined = undefined
   private wakeRequested = false
   private closed = false
-  /** True while a turn fires entries: a tick offered now is run by `afterFire` at the end of the batch. */
+  /**
+   * True while a turn fires entries: a tick offered now is handled at once by an idle actor, or else run by
+   * `afterFire` at the end of the chunk.
+   */
   firing = false
   /** The primary fiber's runtime: early fibers are forked with it, synchronously, from `schedule`. */
   private runtime: Runtime.Runtime<never> | undefined = undefined
@@ -171,8 +175,7 @@ export class TimerDriver {
           // Rare path: finish this entry's effect, then continue with the rest of the due entries.
           this.endFiring()
           const rest = budget
-          const at = now
-          return Effect.flatMap(more, () => this.fireDue(at, rest, sliceEnd) ?? Effect.void)
+          return Effect.flatMap(more, () => this.fireDue(now, rest, sliceEnd) ?? Effect.void)
         }
       }
       // What came due while this turn ran is fired in it too, within the slice: a yield costs a millisecond or more.

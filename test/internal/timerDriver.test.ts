@@ -43,6 +43,9 @@ const start = (driver: TimerDriver) => Effect.zipRight(Effect.forkScoped(driver.
 
 const at = (name: string, now: number, due: number = now): Firing => ({ name, now, due })
 
+/** When the driver starts opening the window 7168..8191 (window 7 of 1,024 ms), ahead of its start. */
+const opensAt = 7168 - OPEN_AHEAD_MILLIS
+
 /**
  * Steps the clock one millisecond at a time up to `until` and, after every step, checks that the log holds exactly
  * the expected firings whose `now` has been reached: nothing early, nothing late, nothing missing, in order.
@@ -477,7 +480,6 @@ describe("TimerDriver", () => {
       const log: Array<Firing> = []
       // 20,000 timers in the window 7168..8191: more than one opening step
       const n = 20_000
-      const opensAt = 7168 - OPEN_AHEAD_MILLIS
       for (let i = 0; i < n; i++) driver.schedule(new Recorder(`t${i}`, log), 8000 + (i % 3))
       yield* start(driver)
       yield* TestClock.adjust(opensAt - 1)
@@ -506,7 +508,6 @@ describe("TimerDriver", () => {
       yield* start(driver)
       yield* TestClock.adjust(10)
       const n = 20_000
-      const opensAt = 7168 - OPEN_AHEAD_MILLIS
       for (let i = 0; i < n; i++) driver.schedule(new Recorder(`t${i}`, log), 8000)
       yield* TestClock.adjust(opensAt - 11)
       assert.strictEqual(driver.queue.nextWindowStart(), 7168)
