@@ -361,7 +361,7 @@ export class ActorCell {
    * fiber (Effect hands `Effect.sync` no fiber), and nothing else of this actor's runs meanwhile, so this is what its
    * drain would have done. Any other handler effect is kept as `pending`, and the actor's drain, queued now, runs it
    * first: the tick is in flight, as a message whose handler started is in Akka, so a stop or a child's failure that
-   * arrives meanwhile is handled after it. (10k actors × 100 ms: CPU 33-39% → 15-16% of a core; push 300k → 600-810k
+   * arrives meanwhile is handled after it. (10k actors × 100 ms: CPU 33-39% → 13-16% of a core; push 300k → 600-810k
    * ticks/s; see docs/performance.md.)
    */
   private handleNow(tick: MailboxTick): void {
@@ -514,8 +514,8 @@ export class ActorCell {
       try {
         handler = entry.handler()
       } catch (defect) {
-        // Made by user code (a grain's `onReceive`): a throw is the actor's defect, supervised, and never the timer
-        // driver's, which may be the one handling the tick (`handleNow`).
+        // A tick kind may make its handler by calling user code: a throw is the actor's defect, supervised, and never
+        // the timer driver's, which may be the one handling the tick (`handleNow`).
         handler = Effect.die(defect)
       }
       if (handler === undefined) return this.invoke(entry.message, entry.sender, undefined, true)
