@@ -4,14 +4,18 @@
  * annotation and FiberRefs, and a tell storm leaves room for other fibers.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, FiberRef, Layer, TestClock } from "effect"
-import { Actor, type ActorRef, ActorSystem } from "tickwork"
+import { Context, type Duration, Effect, FiberRef, Layer, TestClock } from "effect"
+import { Actor, type ActorRef, ActorSystem, type Timers } from "tickwork"
 import { TestProbe } from "tickwork/testkit"
 import { captureLogs } from "./utils.js"
 
 const SystemLive = ActorSystem.layer({ name: "dispatch" })
 
 class Color extends Context.Tag("test/Color")<Color, string>() {}
+
+/** Arms the actor's one timer, key "t": a single "tick" after `delay`. */
+const tickAfter = (ctx: { readonly timers: Timers.TimerScheduler<"tick"> }, delay: Duration.DurationInput) =>
+  Effect.orDie(ctx.timers.startSingleTimer("t", "tick", delay))
 
 describe("actors sharing dispatcher fibers", () => {
   it.scoped("a tick handler that suspends holds up no other actor's tick due in the same turn", () =>
@@ -20,7 +24,7 @@ describe("actors sharing dispatcher fibers", () => {
       const probe = yield* TestProbe.make<string>()
       const make = (name: string, work: Effect.Effect<void>) =>
         Actor.make<"tick">()({
-          preStart: (ctx) => Effect.orDie(ctx.timers.startSingleTimer("t", "tick", "100 millis")),
+          preStart: (ctx) => tickAfter(ctx, "100 millis"),
           receive: () => Effect.zipRight(work, probe.ref.tell(name))
         })
       yield* system.spawn(make("first", Effect.void), "first")
@@ -43,7 +47,7 @@ describe("actors sharing dispatcher fibers", () => {
       const system = yield* ActorSystem.ActorSystem
       const probe = yield* TestProbe.make<string>()
       const Painter = Actor.make<"tick">()({
-        preStart: (ctx) => Effect.orDie(ctx.timers.startSingleTimer("t", "tick", "10 millis")),
+        preStart: (ctx) => tickAfter(ctx, "10 millis"),
         receive: (_msg, ctx) =>
           Effect.gen(function* () {
             const color = yield* Color
@@ -101,11 +105,7 @@ describe("actors sharing dispatcher fibers", () => {
       const system = yield* ActorSystem.ActorSystem
       const probe = yield* TestProbe.make<string>()
       const Quick = Actor.make<"tick">()({
-        preStart: (ctx) =>
-          Effect.zipRight(
-            Effect.orDie(ctx.timers.startSingleTimer("t", "tick", "10 millis")),
-            probe.ref.tell("started")
-          ),
+        preStart: (ctx) => Effect.zipRight(tickAfter(ctx, "10 millis"), probe.ref.tell("started")),
         receive: () => Effect.sync(() => probe.ref.unsafeTell("handled"))
       })
       yield* system.spawn(Quick, "quick")
@@ -128,7 +128,7 @@ describe("actors sharing dispatcher fibers", () => {
         const system = yield* ActorSystem.ActorSystem
         const probe = yield* TestProbe.make<string>()
         const Sleeper = Actor.make<"tick" | "after">()({
-          preStart: (ctx) => Effect.orDie(ctx.timers.startSingleTimer("t", "tick", "10 millis")),
+          preStart: (ctx) => tickAfter(ctx, "10 millis"),
           receive: (msg, ctx) => {
             if (msg === "after") return probe.ref.tell("after")
             // told while the tick's handler is being made, before it ran: it must wait for the handler to finish
@@ -155,11 +155,7 @@ describe("actors sharing dispatcher fibers", () => {
         const probe = yield* TestProbe.make<string>()
         let ticks = 0
         const Fragile = Actor.make<"tick">()({
-          preStart: (ctx) =>
-            Effect.zipRight(
-              probe.ref.tell("started"),
-              Effect.orDie(ctx.timers.startSingleTimer("t", "tick", "10 millis"))
-            ),
+          preStart: (ctx) => Effect.zipRight(probe.ref.tell("started"), tickAfter(ctx, "10 millis")),
           receive: () =>
             Effect.sync(() => {
               if (++ticks === 1) throw new Error("boom")
@@ -208,8 +204,7 @@ describe("actors sharing dispatcher fibers", () => {
       let exchanged = 0
       const players: Array<ActorRef.ActorRef<"ball" | "tick">> = []
       const Player = Actor.make<"ball" | "tick">()({
-        preStart: (ctx) =>
-          ctx.path === "/user/ping" ? Effect.orDie(ctx.timers.startSingleTimer("t", "tick", "5 millis")) : Effect.void,
+        preStart: (ctx) => (ctx.path === "/user/ping" ? tickAfter(ctx, "5 millis") : Effect.void),
         receive: (msg, ctx) =>
           Effect.suspend(() => {
             if (msg === "tick") return probe.ref.tell("timer")

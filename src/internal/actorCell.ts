@@ -343,14 +343,13 @@ export class ActorCell {
     ).pipe(Effect.annotateLogs({ actor: this.path, timer_kind: tick.kind }))
   }
 
-  /** Running, with no drain queued or running and nothing queued: a tick may be handled at once. */
+  /**
+   * Running (so started, by a drain, with its FiberRefs set), with no drain queued or running and nothing queued: a
+   * tick may be handled at once.
+   */
   private isIdle(): boolean {
     return (
-      !this.draining &&
-      this.status === Status.Running &&
-      this.fiberRefs !== undefined &&
-      this.mailbox.size === 0 &&
-      !this.mailbox.hasSystemMessages
+      !this.draining && this.status === Status.Running && this.mailbox.size === 0 && !this.mailbox.hasSystemMessages
     )
   }
 

@@ -50,8 +50,7 @@ export const cancelNow = (entry: Settling & ScheduledEntry): boolean => {
 }
 
 /** `Cancellable.cancel` and `isCancelled` of both kinds of entry. */
-const cancelEffect = (entry: Settling & ScheduledEntry): Effect.Effect<boolean> =>
-  Effect.sync(() => entry.unsafeCancel())
+const cancelEffect = (entry: Settling & ScheduledEntry): Effect.Effect<boolean> => Effect.sync(() => cancelNow(entry))
 const cancelledEffect = (entry: Settling): Effect.Effect<boolean> => Effect.sync(() => entry.state === State.Cancelled)
 
 interface MessageExtra {

@@ -123,7 +123,7 @@ export class TimerQueue<E extends QueueEntry> {
   private openUntil = Number.NEGATIVE_INFINITY
   private count = 0
   /** The near bucket of each millisecond of the window being opened (`slotsWindow`), by offset in the window. */
-  private readonly slots = new Array<Bucket | undefined>(WINDOW + 1)
+  private readonly slots = new Array<Bucket | undefined>(WINDOW)
   private slotsWindow = Number.NaN
   /** Where `popDue` puts what it reads ahead, so that the reads are kept. */
   prefetched = 0
