@@ -78,6 +78,30 @@ describe("actors sharing dispatcher fibers", () => {
     }).pipe(Effect.provide(Layer.merge(SystemLive, layer)))
   })
 
+  it.scoped("actors spawned from one fiber share its services; each logs with its own annotation alone", () => {
+    const { layer, logs } = captureLogs()
+    return Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const Greeter = Actor.make<"hi">()({
+        receive: () => Effect.flatMap(Color, (color) => Effect.logInfo(`hi in ${color}`))
+      })
+      // One fiber, one set of FiberRefs: the actors share what they start from (the spawner's base), and neither the
+      // spawner's annotation nor its log span may reach them.
+      const refs = yield* Effect.forEach(["a", "b", "c"], (name) => system.spawn(Greeter, name)).pipe(
+        Effect.annotateLogs("request", "r1"),
+        Effect.withLogSpan("spawning"),
+        Effect.provideService(Color, "teal")
+      )
+      yield* Effect.forEach(refs, (ref) => ref.tell("hi"), { discard: true })
+      yield* TestClock.adjust(0)
+      const greeted = logs.filter((log) => log.message.startsWith("hi in"))
+      assert.deepStrictEqual(
+        greeted.map((log) => [log.message, log.annotations, log.spans]),
+        ["a", "b", "c"].map((name) => ["hi in teal", { actor: `/user/${name}` }, []])
+      )
+    }).pipe(Effect.provide(Layer.merge(SystemLive, layer)))
+  })
+
   it.scoped("a handler written as Effect.sync that throws is supervised like any other defect", () =>
     Effect.gen(function* () {
       const system = yield* ActorSystem.ActorSystem

@@ -1,8 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, TestClock } from "effect"
+import { Context, Effect, Exit, Layer, TestClock } from "effect"
 import { ActorRef, ActorSystem, EventStream } from "tickwork"
 import { TestProbe } from "tickwork/testkit"
 import * as Entity from "../src/Entity.js"
+import { captureLogs } from "./utils.js"
 
 const SystemLive = ActorSystem.layer({ name: "entities" })
 
@@ -217,6 +218,37 @@ describe("Entity registry", () => {
       assert.includeMembers(messages, ["p1:shutdown(gold=1)@1", "p2:shutdown(gold=2)@1"])
     }).pipe(Effect.provide(SystemLive))
   )
+
+  it.effect("every entity runs with the services the registry was made with, and its own log annotation", () => {
+    class Region extends Context.Tag("test/Region")<Region, string>() {}
+    const { layer, logs } = captureLogs()
+    return Effect.gen(function* () {
+      type Hello = { readonly _tag: "Hello" }
+      const Greeter = Entity.make<number, Hello>()({
+        name: "Greeter",
+        initialize: () => Effect.succeed(0),
+        commands: {
+          Hello: (_cmd, model) =>
+            Effect.as(
+              Effect.flatMap(Region, (region) => Effect.logInfo(`hello from ${region}`)),
+              model
+            )
+        }
+      })
+      const greeters = yield* Entity.makeRegistry(Greeter).pipe(Effect.provideService(Region, "eu"))
+      // Each entity is spawned on a fiber of its own, all from the registry's runtime.
+      yield* Effect.forEach(["g1", "g2"], (id) => greeters.tell(id, { _tag: "Hello" }), { discard: true })
+      yield* TestClock.adjust(0)
+      const hellos = logs.filter((log) => log.message.startsWith("hello"))
+      assert.deepStrictEqual(
+        hellos.map((log) => [log.message, log.annotations.actor]),
+        [
+          ["hello from eu", "/user/Greeter:g1"],
+          ["hello from eu", "/user/Greeter:g2"]
+        ]
+      )
+    }).pipe(Effect.scoped, Effect.provide(Layer.merge(SystemLive, layer)))
+  })
 
   it.effect("system shutdown runs the shutdown hooks and leaves no fiber, timer or engine entry", () =>
     Effect.gen(function* () {

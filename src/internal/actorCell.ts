@@ -275,7 +275,12 @@ export class ActorCell {
     readonly actor: Actor<any, any, any, any>,
     readonly name: string,
     readonly path: string,
-    readonly parent: ActorCell | undefined
+    readonly parent: ActorCell | undefined,
+    /**
+     * What this actor carries for the runtime that spawned it (a grain activation, an entity's entry): one actor
+     * definition then serves every owner of a kind, and no owner needs closures of its own.
+     */
+    readonly owner: unknown = undefined
   ) {
     this.ref = new CellRef(this)
     this.hooks = hooksOf(actor)
@@ -659,7 +664,7 @@ export class ActorCell {
       this.parent?.children?.delete(this.name)
       this.host.terminated(this)
       if (this.done !== undefined) Deferred.unsafeDone(this.done, Effect.void)
-      this.hooks?.terminated?.()
+      this.hooks?.terminated?.(this.owner)
       const callbacks = this.onTerminated
       this.onTerminated = undefined
       if (callbacks !== undefined) for (const callback of callbacks) callback()
@@ -717,7 +722,7 @@ export class ActorCell {
 
   private undelivered(message: unknown, sender: ActorRef<any> | undefined): void {
     const sink = this.hooks?.undelivered
-    if (sink !== undefined) sink(message, sender)
+    if (sink !== undefined) sink(this.owner, message, sender)
     else this.host.deadLetter(message, sender, this.path, "stopped")
   }
 

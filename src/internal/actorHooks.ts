@@ -7,10 +7,13 @@ import type { ActorRef } from "../ActorRef.js"
 export const HooksKey: unique symbol = Symbol.for("tickwork/internal/ActorHooks")
 
 export interface ActorHooks {
-  /** Receives the user messages left in the mailbox when the actor stops, instead of dead letters. */
-  readonly undelivered?: (message: unknown, sender: ActorRef<any> | undefined) => void
+  /**
+   * Receives the user messages left in the mailbox when the actor stops, instead of dead letters. `owner` is what
+   * the actor's cell carries (see `spawnOwned`), so one set of hooks serves every actor of a kind.
+   */
+  readonly undelivered?: (owner: unknown, message: unknown, sender: ActorRef<any> | undefined) => void
   /** Called once the actor has terminated and its mailbox is drained. */
-  readonly terminated?: () => void
+  readonly terminated?: (owner: unknown) => void
 }
 
 export const hooksOf = (actor: object): ActorHooks | undefined => (actor as { [HooksKey]?: ActorHooks })[HooksKey]

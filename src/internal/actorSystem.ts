@@ -47,6 +47,30 @@ import { TimerDriver } from "./timerDriver.js"
 
 const NO_TAGS: ReadonlyArray<MetricLabel.MetricLabel> = []
 
+/** The system behind each service object, for `spawnOwned`. */
+const systems = new WeakMap<ActorSystemService, SystemImpl>()
+
+/**
+ * Spawns a top-level actor whose cell carries `owner` (`ActorCell.owner`): runtimes built on actors (grains,
+ * entities) spawn one actor definition per kind this way, instead of one with closures of its own per activation.
+ */
+export const spawnOwned = <M, S, E, R>(
+  system: ActorSystemService,
+  actor: Actor<M, S, E, R>,
+  name: string,
+  owner: unknown,
+  /**
+   * The FiberRefs the actor takes its services from, when not the spawning fiber's: a registry that spawns each actor
+   * on a fiber of its own passes its runtime's, so that its actors share one base (`spawnerBase`).
+   */
+  spawner?: FiberRefs.FiberRefs
+): Effect.Effect<ActorRef<M>, SpawnError, R> => {
+  const impl = systems.get(system)
+  return impl === undefined
+    ? Effect.dieMessage("spawnOwned: not a tickwork ActorSystem service")
+    : impl.spawnCell(actor, name, undefined, owner, spawner)
+}
+
 const millisOf = (input: Duration.DurationInput | undefined, fallback: number): number =>
   input === undefined ? fallback : Duration.toMillis(Duration.decode(input))
 
@@ -106,6 +130,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
       shutdown: Effect.suspend(() => this.shutdown()),
       stats: Effect.sync(() => this.stats())
     }
+    systems.set(this.service, this)
   }
 
   start(): Effect.Effect<void> {
@@ -119,7 +144,9 @@ export class SystemImpl implements CellHost, SchedulerHost {
   spawnCell<M, S, E, R>(
     actor: Actor<M, S, E, R>,
     name: string | undefined,
-    parent: ActorCell | undefined
+    parent: ActorCell | undefined,
+    owner: unknown = undefined,
+    spawner: FiberRefs.FiberRefs | undefined = undefined
   ): Effect.Effect<ActorRef<M>, SpawnError, R> {
     return Effect.suspend((): Effect.Effect<ActorRef<M>, SpawnError, R> => {
       if (this.terminating || parent?.isTerminated === true) {
@@ -140,24 +167,45 @@ export class SystemImpl implements CellHost, SchedulerHost {
       const actualName = name ?? (parent === undefined ? `$${(this.anonymous++).toString(36)}` : parent.nextChildName())
       const path = `${parent === undefined ? "/user" : parent.path}/${actualName}`
       if (siblings.has(actualName)) return Effect.fail(new ActorNameTaken({ path }))
-      const cell = new ActorCell(this, actor, actualName, path, parent)
+      const cell = new ActorCell(this, actor, actualName, path, parent, owner)
       siblings.set(actualName, cell)
       this.cells.add(cell)
       // The actor's drains run on the dispatcher's fibers (no fiber while idle), each with the actor's FiberRefs: the
       // spawner's services without its tracing parent, and no diagnostic context but the actor's path.
       return Effect.withFiberRuntime<ActorRef<M>, never, R>((fiber) => {
         const fiberId = fiber.id()
-        cell.fiberRefs = FiberRefs.updateManyAs(fiber.getFiberRefs(), {
-          entries: [
-            [FiberRef.currentContext, [[fiberId, withoutParentSpan(fiber.currentContext) as Context.Context<never>]]],
-            [FiberRef.currentLogAnnotations, [[fiberId, HashMap.make(["actor", path as unknown])]]],
-            [FiberRef.currentLogSpan, [[fiberId, List.empty()]]]
-          ]
-        })
+        // Set directly rather than through `FiberRefs.updateAs`, which compares the old value to the new one and so
+        // caches a hash (a closure and its context) on every actor's annotations.
+        const locals = new Map(this.spawnerBase(spawner ?? fiber.getFiberRefs(), fiberId).locals)
+        locals.set(FiberRef.currentLogAnnotations, [[fiberId, HashMap.make(["actor", path as unknown])]])
+        cell.fiberRefs = FiberRefs.unsafeMake(locals)
         cell.wake(false)
         return Effect.succeed(cell.ref as ActorRef<M>)
       })
     })
+  }
+
+  /** What every actor spawned from these FiberRefs starts from, made once (see `spawnerBase`). */
+  private readonly bases = new WeakMap<FiberRefs.FiberRefs, FiberRefs.FiberRefs>()
+
+  /**
+   * The spawner's FiberRefs with its services but not its tracing parent, and no log span: the actors it spawns start
+   * from these and set their diagnostic context to their `actor` annotation alone. Made per spawner FiberRefs (a fiber spawning many
+   * actors keeps the same ones), it saves each actor a copy of every ref's value stack: ~0.5 KB an actor.
+   */
+  private spawnerBase(refs: FiberRefs.FiberRefs, fiberId: FiberId.Runtime): FiberRefs.FiberRefs {
+    let base = this.bases.get(refs)
+    if (base === undefined) {
+      const context = withoutParentSpan(FiberRefs.getOrDefault(refs, FiberRef.currentContext))
+      base = FiberRefs.updateManyAs(refs, {
+        entries: [
+          [FiberRef.currentContext, [[fiberId, context as Context.Context<never>]]],
+          [FiberRef.currentLogSpan, [[fiberId, List.empty()]]]
+        ]
+      })
+      this.bases.set(refs, base)
+    }
+    return base
   }
 
   private track(fiber: Fiber.RuntimeFiber<unknown, unknown>): void {

@@ -9,11 +9,9 @@
  * registry's runtime, so that routing is synchronous for `ActorRef.tell` and `unsafeTell` alike.
  */
 import * as DateTime from "effect/DateTime"
-import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import { pipeArguments } from "effect/Pipeable"
 import * as Random from "effect/Random"
@@ -35,9 +33,11 @@ import type { LogContext } from "../LogContext.js"
 import type { Cancellable } from "../Scheduler.js"
 import type { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
 import type { ActorCell, CellRef, TimerTable } from "./actorCell.js"
+import { spawnOwned } from "./actorSystem.js"
 import { delayMillis, intervalMillis, periodMillis } from "./duration.js"
 import { currentState, GameClockState } from "./entityGameClock.js"
 import { OneShotEntry, PeriodicEntry, randomizedFirstDelay, type TimerOwner } from "./entityTimers.js"
+import { Latch } from "./latch.js"
 import { captureFrom, withoutParentSpan } from "./logContext.js"
 import { BaseRef, type Delivery } from "./refs.js"
 import { alreadyCancelled } from "./scheduler.js"
@@ -379,15 +379,20 @@ const withServices = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<Ef
 
 // ------------------------------------------------------------------ the actor of one entity
 
+/**
+ * The actor of a registry's entities: one definition for all of them, whose `preStart` finds its entity's id through
+ * the cell, which carries the entity's `Entry` (`spawnOwned`).
+ */
 const makeActor = <Model, Cmd extends Command, E, R>(
-  registry: RegistryImpl<Model, Cmd, E, R>,
-  id: string
+  registry: RegistryImpl<Model, Cmd, E, R>
 ): Actor.Actor<unknown, Incarnation<Model, Cmd>, E, R> => {
   const entity = registry.entity
   const actor = Actor.make<unknown>()<Incarnation<Model, Cmd>, E, R>({
     preStart: (actorContext) =>
       Effect.suspend(() => {
-        const inc = new Incarnation<Model, Cmd>(registry, id, (actorContext.self as CellRef<unknown>).cell)
+        const cell = (actorContext.self as CellRef<unknown>).cell
+        const id = (cell.owner as Entry).id
+        const inc = new Incarnation<Model, Cmd>(registry, id, cell)
         registry.incarnations.add(inc)
         return entity.initialize(id, inc.context).pipe(
           Effect.flatMap((model) => {
@@ -421,7 +426,7 @@ class Entry {
   pending: Array<Waiting> = []
   /** For the next incarnation (routed while this one is going to sleep). */
   readonly next: Array<Waiting> = []
-  readonly ended: Deferred.Deferred<void> = Deferred.unsafeMake(FiberId.none)
+  readonly ended = new Latch()
 
   constructor(readonly id: string) {}
 }
@@ -450,6 +455,8 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
   readonly entries = new Map<string, Entry>()
   readonly incarnations = new Set<Incarnation<Model, Cmd>>()
   private closed = false
+  /** The actor every entity of this registry runs as (`makeActor`), made at the first spawn. */
+  private actor: Actor.Actor<unknown, Incarnation<Model, Cmd>, E, R> | undefined = undefined
 
   constructor(
     readonly entity: Entity<Model, Cmd, E, R>,
@@ -491,7 +498,10 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
   }
 
   private spawn(entry: Entry): Effect.Effect<void, never, R> {
-    return Effect.matchCauseEffect(this.system.spawn(makeActor(this, entry.id), actorName(this.kind, entry.id)), {
+    const actor = (this.actor ??= makeActor(this))
+    // Spawned on a fiber of its own (see `wake`): the actor takes its services from the registry's runtime.
+    const spawned = spawnOwned(this.system, actor, actorName(this.kind, entry.id), entry, this.runtime.fiberRefs)
+    return Effect.matchCauseEffect(spawned, {
       onFailure: (cause) =>
         Effect.zipRight(
           Effect.logWarning(`entity ${this.kind}/${entry.id} could not start; its messages go to dead letters`, cause),
@@ -514,7 +524,7 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
   /** The incarnation's fiber has ended (or its spawn failed): forget it, and wake the next one if messages wait. */
   private ended(entry: Entry): void {
     if (this.entries.get(entry.id) === entry) this.entries.delete(entry.id)
-    Deferred.unsafeDone(entry.ended, Effect.void)
+    entry.ended.release()
     const waiting = entry.pending.concat(entry.next)
     entry.pending = []
     entry.next.length = 0
@@ -598,7 +608,7 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
       const entry = this.requestSleep(id)
       // From inside the entity itself, waiting would deadlock: it sleeps after the current message.
       if (entry === undefined || (entry.cell !== undefined && entry.cell.fiber === fiber)) return Effect.void
-      return Deferred.await(entry.ended)
+      return entry.ended.await
     })
 
   readonly ref = (id: string): ActorRef<Cmd> => new RoutingRef<Cmd>(this, id)
@@ -622,7 +632,7 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
     const entries = Array.from(this.entries.values())
     return Effect.zipRight(
       Effect.forEach(entries, (entry) => entry.cell?.forceStop() ?? Effect.void, { discard: true }),
-      Effect.forEach(entries, (entry) => Deferred.await(entry.ended), { discard: true })
+      Effect.forEach(entries, (entry) => entry.ended.await, { discard: true })
     )
   })
 }

@@ -11,7 +11,6 @@ import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as FiberId from "effect/FiberId"
 import * as Runtime from "effect/Runtime"
 import * as Actor from "../Actor.js"
 import { type ActorRef, AskUndeliverable } from "../ActorRef.js"
@@ -38,9 +37,11 @@ import {
   ScheduledReferenceNotFound
 } from "../TimerError.js"
 import type { ActorCell, CellRef } from "./actorCell.js"
-import { withHooks } from "./actorHooks.js"
+import { type ActorHooks, withHooks } from "./actorHooks.js"
+import { spawnOwned } from "./actorSystem.js"
 import { delayMillis, intervalMillis } from "./duration.js"
 import { GrainTimer, type TimerOwner, type Trigger } from "./grainTimer.js"
+import { Latch } from "./latch.js"
 
 /** The error an `ask` to a grain can fail with, besides the ask timeout. */
 export type GrainAskError =
@@ -103,7 +104,7 @@ class Activation implements TimerOwner {
   /** Set by `GrainRegistry.close`: messages left when it ends are rejected instead of starting a new activation. */
   closing = false
   /** Completed once this activation is gone (terminated, or its actor could not be spawned). */
-  readonly gone = Deferred.unsafeMake<void>(FiberId.none)
+  readonly gone = new Latch()
   /** Whether the registry's `keepAliveChanged` hook was last told that a keep-alive timer is held. */
   private keptAlive = false
   private state: unknown = undefined
@@ -330,27 +331,37 @@ class Activation implements TimerOwner {
   listTimers(): ReadonlyArray<TimerInfo> {
     return Array.from(this.timers.values(), (timer) => timer.info())
   }
+}
 
-  /** The actor that carries this activation. */
-  actor(): Actor.Actor<unknown, void, unknown> {
-    const actor = Actor.make<unknown>()({
-      preStart: (ctx) => {
-        // The drain may start before `spawn` returns to the registry (the spawning fiber can yield in between).
-        this.cell = (ctx.self as CellRef<unknown>).cell
-        return this.activate()
-      },
-      receive: (entry) => this.receive(entry),
-      postStop: () => this.runDeactivation()
-    })
-    const sized =
-      this.kind.mailboxCapacity === undefined ? actor : Actor.withMailboxCapacity(actor, this.kind.mailboxCapacity)
-    return withHooks(sized, {
-      undelivered: (message) => {
-        if (message instanceof GrainEnvelope) this.leftover.push(message)
-      },
-      terminated: () => this.registry.terminated(this)
-    })
-  }
+/** The activation a grain actor's cell carries (`spawnOwned`). */
+const activationOf = (ctx: Actor.ActorContext<unknown>): Activation =>
+  (ctx.self as CellRef<unknown>).cell.owner as Activation
+
+/** What a grain actor's hooks do, for every activation: the activation is the cell's owner. */
+const grainHooks: ActorHooks = {
+  undelivered: (owner, message) => {
+    if (message instanceof GrainEnvelope) (owner as Activation).leftover.push(message)
+  },
+  terminated: (owner) => (owner as Activation).registry.terminated(owner as Activation)
+}
+
+/**
+ * The actor that carries the activations of `kind`: one definition per kind, whose handlers find their activation
+ * through the cell (an activation holds no closures of its own).
+ */
+const grainActor = (kind: Grain<any, any, any, any>): Actor.Actor<unknown, void, unknown> => {
+  const actor = Actor.make<unknown>()({
+    preStart: (ctx) => {
+      const activation = activationOf(ctx)
+      // The drain may start before `spawn` returns to the registry (the spawning fiber can yield in between).
+      activation.cell = (ctx.self as CellRef<unknown>).cell
+      return activation.activate()
+    },
+    receive: (entry, ctx) => activationOf(ctx).receive(entry),
+    postStop: (ctx) => activationOf(ctx).runDeactivation()
+  })
+  const sized = kind.mailboxCapacity === undefined ? actor : Actor.withMailboxCapacity(actor, kind.mailboxCapacity)
+  return withHooks(sized, grainHooks)
 }
 
 /**
@@ -463,6 +474,8 @@ class MessageContext extends ActivationProps implements GrainContext<unknown> {
 
 export class GrainRegistry {
   private readonly activations = new Map<string, Activation>()
+  /** The actor of each kind started so far (`grainActor`). */
+  private readonly actors = new Map<Grain<any, any, any, any>, Actor.Actor<unknown, void, unknown>>()
 
   constructor(
     private readonly system: ActorSystemService,
@@ -530,7 +543,7 @@ export class GrainRegistry {
       if (activation === undefined) return Effect.void
       activation.closing = true
       activation.cell?.requestStop()
-      return Deferred.await(activation.gone)
+      return activation.gone.await
     })
   }
 
@@ -575,7 +588,9 @@ export class GrainRegistry {
     const passivation = this.hooks.passivationOf?.(kind) ?? kind.passivation ?? this.defaultPassivation
     const activation = new Activation(this, kind, { kind: kind.name, key }, passivation)
     this.activations.set(idOf(kind.name, key), activation)
-    return this.system.spawn(activation.actor(), `grain:${kind.name}:${encodeURIComponent(key)}`).pipe(
+    let actor = this.actors.get(kind)
+    if (actor === undefined) this.actors.set(kind, (actor = grainActor(kind)))
+    return spawnOwned(this.system, actor, `grain:${kind.name}:${encodeURIComponent(key)}`, activation).pipe(
       Effect.match({
         onFailure: (error) => {
           // The system is shutting down (or the name is somehow taken): nothing can run these messages.
@@ -584,7 +599,7 @@ export class GrainRegistry {
             [...messages, ...activation.starting],
             new GrainActivationFailed({ grain: activation.name, cause: Cause.fail(error) })
           )
-          Deferred.unsafeDone(activation.gone, Effect.void)
+          activation.gone.release()
         },
         onSuccess: (ref) => {
           const cell = (ref as CellRef<unknown>).cell
@@ -611,7 +626,7 @@ export class GrainRegistry {
     const id = idOf(activation.identity.kind, activation.identity.key)
     if (this.activations.get(id) === activation) this.activations.delete(id)
     const waiting = [...activation.leftover, ...activation.pending]
-    Deferred.unsafeDone(activation.gone, Effect.void)
+    activation.gone.release()
     if (activation.activationFailure !== undefined) {
       this.reject(waiting, new GrainActivationFailed({ grain: activation.name, cause: activation.activationFailure }))
       return
