@@ -69,7 +69,7 @@ const SLICE_MILLIS = 5
 const FIRE_CHUNK = 1_024
 
 export class TimerDriver {
-  readonly queue = new TimerQueue<TimerEntry>()
+  readonly queue = new TimerQueue<TimerEntry>(() => this.now() + OPEN_AHEAD_MILLIS)
   readonly stats: DriverStats = { fired: 0 }
   /** The due time the primary fiber sleeps toward; -Infinity while it is awake, +Infinity while it is parked. */
   private plannedWake = Number.NEGATIVE_INFINITY

@@ -7,7 +7,9 @@
  * - **far**: one bucket per window of `WINDOW` milliseconds, for timers in later windows. A window is opened when
  *   time reaches it (`popDue`), or earlier and in steps (`openAhead`, which the driver calls before a window starts, so
  *   that sorting a million timers into milliseconds does not make the first of them late): its timers move to their
- *   millisecond buckets, oldest first, and later timers for that window go straight to the near level. Windows open
+ *   millisecond buckets, oldest first, and later timers for that window go straight to the near level. A window that
+ *   starts within the driver's horizon and holds no far timer (nor does any before it) is opened as a timer is
+ *   inserted into it, with nothing to move (`opensEmpty`): timers a few seconds ahead never go far. Windows open
  *   earliest first, nothing fires while an earlier window is still closed, and a window being opened takes new timers
  *   at its end, so timers come out by due millisecond and equal deadlines in scheduling order.
  *
@@ -117,6 +119,14 @@ class Level {
 }
 
 export class TimerQueue<E extends QueueEntry> {
+  /**
+   * @param horizon Windows starting up to this time (epoch millis) may be opened as a timer is inserted, when no far
+   *   timer is due in them or before them: there is nothing to move, so the timer goes straight to its millisecond.
+   *   Read only when that could happen; the driver passes its clock's time plus `OPEN_AHEAD_MILLIS`, the default
+   *   never opens a window at insert.
+   */
+  constructor(private readonly horizon: () => number = () => Number.NEGATIVE_INFINITY) {}
+
   private readonly near = new Level(0)
   private readonly far = new Level(1)
   /** The last far window opened: timers up to its end go to the near level. */
@@ -138,6 +148,7 @@ export class TimerQueue<E extends QueueEntry> {
     entry.due = due
     const millis = Math.ceil(due)
     const window = Math.floor(millis / WINDOW)
+    if (window > this.openUntil && this.opensEmpty(window)) this.openUntil = window
     if (window <= this.openUntil) this.near.append(entry, this.near.bucket(millis))
     else this.far.append(entry, this.far.bucket(window))
     this.count++
@@ -270,6 +281,17 @@ export class TimerQueue<E extends QueueEntry> {
     this.far.drop(bucket)
     this.openUntil = Math.max(this.openUntil, window)
     return true
+  }
+
+  /**
+   * True when `window` and every window before it that is not open yet hold no far timer, and it starts within the
+   * horizon: it can be marked open without moving anything. Timers scheduled a few seconds ahead then never pass
+   * through the far level, so the window need not be opened later: 1M timers due in the same window cost ~40 ms to
+   * move, spent after a stall (the overdue drain) or ahead of a burst.
+   */
+  private opensEmpty(window: number): boolean {
+    const far = this.far.heap.peek()
+    return (far === undefined || far.due > window) && window * WINDOW <= this.horizon()
   }
 
   /** Takes a pending entry out of its bucket; a bucket left empty leaves its level. */

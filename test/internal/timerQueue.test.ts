@@ -99,15 +99,20 @@ const checkShape = (queue: TimerQueue<Entry>, started: ReadonlySet<number>): voi
   check(count === queue.size, () => `size ${queue.size} but ${count} entries in buckets`)
 }
 
-const runOps = (ops: ReadonlyArray<Op>): void => {
-  const queue = new TimerQueue<Entry>()
+/** `ahead`: the queue may open windows starting up to `ahead` ms after the last `popDue` time as timers are inserted. */
+const runOps = (ops: ReadonlyArray<Op>, ahead?: number): void => {
+  let now = 0
+  const queue = new TimerQueue<Entry>(ahead === undefined ? undefined : () => now + ahead)
   const entries = Array.from({ length: ENTRIES }, (_, i) => new Entry(i))
   // The windows `openAhead` has begun to open: their timers may be near before the window is fully open.
   const started = new Set<number>()
   const subject: Subject<Entry> = {
     insert: (entry, due) => queue.insert(entry, due),
     remove: (entry) => queue.remove(entry),
-    popDue: (now) => queue.popDue(now),
+    popDue: (at) => {
+      now = Math.max(now, at)
+      return queue.popDue(at)
+    },
     clear: () => queue.clear(),
     peekDue: () => queue.peekDue(),
     get size() {
@@ -297,5 +302,30 @@ describe("TimerQueue", () => {
       FastCheck.property(FastCheck.array(opArb(5000), { maxLength: 200 }), (ops) => runOps(ops)),
       { numRuns: 300 }
     )
+  })
+
+  it("matches the model too when windows within a horizon open as timers are inserted", () => {
+    FastCheck.assert(
+      FastCheck.property(FastCheck.array(opArb(5000), { maxLength: 200 }), (ops) => runOps(ops, 2000)),
+      { numRuns: 300 }
+    )
+  })
+
+  it("a window within the horizon, with no far timer in or before it, opens as a timer is inserted", () => {
+    let horizon = 5000
+    const queue = new TimerQueue<Entry>(() => horizon)
+    const [a, b, c, d] = [0, 1, 2, 3].map((id) => new Entry(id)) as [Entry, Entry, Entry, Entry]
+    queue.insert(a, 3000) // window 2 (2048-3071) starts within the horizon and nothing is far: open, a is near
+    assert.isUndefined(queue.nextWindowStart())
+    assert.strictEqual(queue.peekDue(), 3000)
+    queue.insert(b, 9000) // window 8 starts after the horizon: far
+    assert.strictEqual(queue.nextWindowStart(), 8192)
+    horizon = 20_000
+    queue.insert(c, 12_000) // within the horizon, but window 8 before it holds a far timer: far as well
+    assert.strictEqual(queue.nextWindowStart(), 8192)
+    assert.strictEqual(levels(queue).far.byKey.size, 2)
+    queue.insert(d, 5000) // window 4 is before every far window: open, d is near
+    assert.strictEqual(levels(queue).openUntil, 4)
+    assert.deepStrictEqual(drainIds(queue, 20_000), [0, 3, 1, 2])
   })
 })
