@@ -243,7 +243,7 @@ export class ActorCell {
   /** Children by name, timers by key, registered timer tables: made on first use (most actors have none). */
   children: Map<string, ActorCell> | undefined = undefined
   timers: Map<string, ActorTimer> | undefined = undefined
-  timerTables: Set<TimerTable> | undefined = undefined
+  timerTables: Array<TimerTable> | undefined = undefined
   /** Completed at termination; made only when someone waits for it. */
   private done: Deferred.Deferred<void> | undefined = undefined
   readonly context: ActorContext<any>
@@ -680,7 +680,8 @@ export class ActorCell {
   /** Calls `callback` once the actor has terminated (at once if it has). */
   whenTerminated(callback: () => void): void {
     if (this.status === Status.Terminated) callback()
-    else (this.onTerminated ??= []).push(callback)
+    else if (this.onTerminated === undefined) this.onTerminated = [callback]
+    else this.onTerminated.push(callback)
   }
 
   /** Asks a child (or self) to stop after its current message. */
@@ -737,7 +738,9 @@ export class ActorCell {
 
   /** Registers a timer table of a runtime built on this actor (an entity's, a Spot's); see `TimerTable`. */
   addTimerTable(table: TimerTable): void {
-    ;(this.timerTables ??= new Set()).add(table)
+    // An array made with its one table (a set, or `[]` then a push, reserves room for more: ~150 B per entity).
+    if (this.timerTables === undefined) this.timerTables = [table]
+    else this.timerTables.push(table)
   }
 
   /** The children map, made on first use. */

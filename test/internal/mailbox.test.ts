@@ -141,7 +141,8 @@ describe("Mailbox", () => {
       const model: Array<number> = []
       const out: Array<unknown> = []
       let next = 0
-      // 12 in, 10 out: head sits at 10 of 16. 20 more in: the write index wraps past 15, then the buffer is full
+      // 12 in (the buffer grows from 4 to 16 slots), 10 out: head sits at 10 of 16. 20 more in: the write index wraps
+      // past 15, then the buffer is full
       // (16 entries, head 10) and must grow, copying the wrapped run in order.
       for (let i = 0; i < 12; i++) mailbox.offer(next++)
       for (let i = 0; i < 10; i++) out.push(mailbox.poll())
@@ -326,7 +327,11 @@ describe("Mailbox memory", () => {
     const grown = (mailbox as unknown as { buffer: Array<unknown> }).buffer.length
     assert.isAtLeast(grown, 5000)
     for (let i = 0; i < 5000; i++) assert.strictEqual(mailbox.poll(), i)
-    assert.strictEqual((mailbox as unknown as { buffer: Array<unknown> }).buffer.length, 16)
+    assert.strictEqual(
+      (mailbox as unknown as { buffer: Array<unknown> }).buffer.length,
+      4,
+      "back to the initial 4 slots"
+    )
     mailbox.offer("after")
     assert.strictEqual(mailbox.poll(), "after")
     assert.strictEqual(mailbox.poll(), EMPTY)
