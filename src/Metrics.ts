@@ -7,8 +7,8 @@
  * @since 0.1.0
  */
 import * as Metric from "effect/Metric"
-import * as MetricBoundaries from "effect/MetricBoundaries"
 import * as MetricKey from "effect/MetricKey"
+import { latenessKey } from "./internal/metricKeys.js"
 
 /**
  * The kinds of timer a metric may be tagged with (`timer_kind`).
@@ -101,11 +101,7 @@ export const ticksDropped = (reason: DropReason): Metric.Metric.Counter<number> 
  * @since 0.1.0
  * @category models
  */
-export const tickLateness: Metric.Metric.Histogram<number> = Metric.histogram(
-  "tickwork_tick_lateness_ms",
-  MetricBoundaries.exponential({ start: 1, factor: 2, count: 14 }),
-  "milliseconds between a timer's due time and its firing"
-)
+export const tickLateness: Metric.Metric.Histogram<number> = Metric.fromMetricKey(latenessKey)
 
 // Tags live in the metric key, so an update passes the same empty tag array and hits Effect's hook cache.
 const counter = (name: string, description: string, tag: string, value: string): Metric.Metric.Counter<number> =>
