@@ -71,6 +71,17 @@ export const spawnOwned = <M, S, E, R>(
     : impl.spawnCell(actor, name, undefined, owner, spawner)
 }
 
+/**
+ * True when `b` holds the very value stacks of `a`, ref for ref. A fiber's `getFiberRefs` makes a new FiberRefs object
+ * at every call (it stores the runtime flags first), so identity of the object itself says nothing.
+ */
+const sameValues = (a: FiberRefs.FiberRefs, b: FiberRefs.FiberRefs): boolean => {
+  if (a === b) return true
+  if (a.locals.size !== b.locals.size) return false
+  for (const [ref, stack] of b.locals) if (a.locals.get(ref) !== stack) return false
+  return true
+}
+
 const millisOf = (input: Duration.DurationInput | undefined, fallback: number): number =>
   input === undefined ? fallback : Duration.toMillis(Duration.decode(input))
 
@@ -185,27 +196,27 @@ export class SystemImpl implements CellHost, SchedulerHost {
     })
   }
 
-  /** What every actor spawned from these FiberRefs starts from, made once (see `spawnerBase`). */
-  private readonly bases = new WeakMap<FiberRefs.FiberRefs, FiberRefs.FiberRefs>()
+  /** The FiberRefs the last actor was spawned from, and the base made from them (`spawnerBase`). */
+  private lastSpawner: FiberRefs.FiberRefs | undefined = undefined
+  private lastBase: FiberRefs.FiberRefs = FiberRefs.empty()
 
   /**
    * The spawner's FiberRefs with its services but not its tracing parent, and no log span: the actors it spawns start
-   * from these and set their diagnostic context to their `actor` annotation alone. Made per spawner FiberRefs (a fiber spawning many
-   * actors keeps the same ones), it saves each actor a copy of every ref's value stack: ~0.5 KB an actor.
+   * from these and set their diagnostic context to their `actor` annotation alone. Kept for the next spawn from the
+   * same FiberRefs (a fiber spawning in a loop, a registry's runtime), whose actors then share the base's value stacks
+   * and services instead of each making its own (~0.2 KB an actor).
    */
   private spawnerBase(refs: FiberRefs.FiberRefs, fiberId: FiberId.Runtime): FiberRefs.FiberRefs {
-    let base = this.bases.get(refs)
-    if (base === undefined) {
-      const context = withoutParentSpan(FiberRefs.getOrDefault(refs, FiberRef.currentContext))
-      base = FiberRefs.updateManyAs(refs, {
-        entries: [
-          [FiberRef.currentContext, [[fiberId, context as Context.Context<never>]]],
-          [FiberRef.currentLogSpan, [[fiberId, List.empty()]]]
-        ]
-      })
-      this.bases.set(refs, base)
-    }
-    return base
+    if (this.lastSpawner !== undefined && sameValues(this.lastSpawner, refs)) return this.lastBase
+    const context = withoutParentSpan(FiberRefs.getOrDefault(refs, FiberRef.currentContext))
+    this.lastBase = FiberRefs.updateManyAs(refs, {
+      entries: [
+        [FiberRef.currentContext, [[fiberId, context as Context.Context<never>]]],
+        [FiberRef.currentLogSpan, [[fiberId, List.empty()]]]
+      ]
+    })
+    this.lastSpawner = refs
+    return this.lastBase
   }
 
   private track(fiber: Fiber.RuntimeFiber<unknown, unknown>): void {
