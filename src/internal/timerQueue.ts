@@ -122,7 +122,7 @@ export class TimerQueue<E extends QueueEntry> {
   /**
    * @param horizon Windows starting up to this time (epoch millis) may be opened as a timer is inserted, when no far
    *   timer is due in them or before them: there is nothing to move, so the timer goes straight to its millisecond.
-   *   Read only when that could happen; the driver passes its clock's time plus `OPEN_AHEAD_MILLIS`, the default
+   *   Read only when that could happen; the driver passes its clock's time plus `NEAR_HORIZON_MILLIS`, the default
    *   never opens a window at insert.
    */
   constructor(private readonly horizon: () => number = () => Number.NEGATIVE_INFINITY) {}

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { type Clock, Effect, Fiber, TestClock } from "effect"
-import { OPEN_AHEAD_MILLIS, TimerDriver, TimerEntry } from "../../src/internal/timerDriver.js"
+import { NEAR_HORIZON_MILLIS, OPEN_AHEAD_MILLIS, TimerDriver, TimerEntry } from "../../src/internal/timerDriver.js"
 
 /** One call of `fire`: which entry, the driver's `now`, and the due time it had been armed at. */
 interface Firing {
@@ -43,8 +43,13 @@ const start = (driver: TimerDriver) => Effect.zipRight(Effect.forkScoped(driver.
 
 const at = (name: string, now: number, due: number = now): Firing => ({ name, now, due })
 
-/** When the driver starts opening the window 7168..8191 (window 7 of 1,024 ms), ahead of its start. */
-const opensAt = 7168 - OPEN_AHEAD_MILLIS
+/**
+ * A window beyond the near horizon, so that its timers go far: 17408..18431 (window 17 of 1,024 ms), with the tests'
+ * timers due at `DUE`; `opensAt` is when the driver starts opening it, ahead of its start.
+ */
+const WINDOW_START = 17 * 1024
+const DUE = 18_000
+const opensAt = WINDOW_START - OPEN_AHEAD_MILLIS
 
 /**
  * Steps the clock one millisecond at a time up to `until` and, after every step, checks that the log holds exactly
@@ -478,16 +483,16 @@ describe("TimerDriver", () => {
     Effect.gen(function* () {
       const driver = yield* makeDriver
       const log: Array<Firing> = []
-      // 20,000 timers in the window 7168..8191: more than one opening step
+      // 20,000 timers in the window 17408..18431: more than one opening step
       const n = 20_000
-      for (let i = 0; i < n; i++) driver.schedule(new Recorder(`t${i}`, log), 8000 + (i % 3))
+      for (let i = 0; i < n; i++) driver.schedule(new Recorder(`t${i}`, log), DUE + (i % 3))
       yield* start(driver)
       yield* TestClock.adjust(opensAt - 1)
-      assert.strictEqual(driver.queue.nextWindowStart(), 7168) // not yet
+      assert.strictEqual(driver.queue.nextWindowStart(), WINDOW_START) // not yet
       yield* TestClock.adjust(1)
       assert.isUndefined(driver.queue.nextWindowStart()) // opened, in steps, at opensAt
-      assert.strictEqual(driver.queue.peekDue(), 8000)
-      yield* TestClock.adjust(7999 - opensAt)
+      assert.strictEqual(driver.queue.peekDue(), DUE)
+      yield* TestClock.adjust(DUE - 1 - opensAt)
       assert.strictEqual(log.length, 0)
       yield* TestClock.adjust(3)
       assert.strictEqual(log.length, n)
@@ -496,7 +501,7 @@ describe("TimerDriver", () => {
         Array.from({ length: n / 3 + (r < n % 3 ? 1 : 0) }, (_, k) => 3 * k + r)
       )
       assert.deepStrictEqual(order, expected)
-      assert.isTrue(log.every((f) => f.now === f.due && f.due === 8000 + (Number(f.name.slice(1)) % 3)))
+      assert.isTrue(log.every((f) => f.now === f.due && f.due === DUE + (Number(f.name.slice(1)) % 3)))
     })
   )
 
@@ -508,14 +513,38 @@ describe("TimerDriver", () => {
       yield* start(driver)
       yield* TestClock.adjust(10)
       const n = 20_000
-      for (let i = 0; i < n; i++) driver.schedule(new Recorder(`t${i}`, log), 8000)
+      for (let i = 0; i < n; i++) driver.schedule(new Recorder(`t${i}`, log), DUE)
       yield* TestClock.adjust(opensAt - 11)
-      assert.strictEqual(driver.queue.nextWindowStart(), 7168)
+      assert.strictEqual(driver.queue.nextWindowStart(), WINDOW_START)
       yield* TestClock.adjust(1)
       assert.strictEqual(driver.queue.nextWindowStart(), Math.floor(3_600_000 / 1024) * 1024)
-      yield* TestClock.adjust(8000 - opensAt)
+      yield* TestClock.adjust(DUE - opensAt)
       assert.strictEqual(log.length, n)
-      assert.isTrue(log.every((f, i) => f.name === `t${i}` && f.now === 8000))
+      assert.isTrue(log.every((f, i) => f.name === `t${i}` && f.now === DUE))
+    })
+  )
+
+  it.scoped("a window within the near horizon holding no far timer opens as timers are inserted: nothing moves", () =>
+    Effect.gen(function* () {
+      const driver = yield* makeDriver
+      const log: Array<Firing> = []
+      yield* start(driver)
+      // window 7 (7168..8191) starts within NEAR_HORIZON_MILLIS of now (0): its timers go straight to their millisecond
+      assert.isAtMost(7168, NEAR_HORIZON_MILLIS)
+      const n = 20_000
+      for (let i = 0; i < n; i++) driver.schedule(new Recorder(`t${i}`, log), 8000 + (i % 2))
+      assert.isUndefined(driver.queue.nextWindowStart(), "no far window to open")
+      assert.strictEqual(driver.queue.peekDue(), 8000)
+      yield* TestClock.adjust(7999)
+      assert.strictEqual(log.length, 0)
+      yield* TestClock.adjust(2)
+      assert.strictEqual(log.length, n)
+      const order = log.map((f) => Number(f.name.slice(1)))
+      assert.deepStrictEqual(
+        order,
+        [...order].sort((x, y) => (x % 2) - (y % 2) || x - y),
+        "by due, then scheduling order"
+      )
     })
   )
 
