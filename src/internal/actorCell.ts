@@ -349,13 +349,14 @@ export class ActorCell {
   }
 
   /**
-   * Running (so started, by a drain, with its FiberRefs set), with no drain queued or running and nothing queued: a
-   * tick may be handled at once.
+   * Running (so started, by a drain, with its FiberRefs set), with no drain queued or running, and so nothing queued: a
+   * tick may be handled at once. The mailbox is not read: whatever is queued for a running actor claims a drain
+   * (`wake`), and a drain lets go (`endDrain`) only when it found the mailbox empty; `handleNow` keeps the claim when its
+   * handler queued something. Reading it cost a cache miss per tick (the mailbox is an object of its own): 20k actors ×
+   * 50 ms went from ~0.95 to ~0.86 µs per tick with its system lane kept in a field, and to ~0.82 without reading it.
    */
   private isIdle(): boolean {
-    return (
-      !this.draining && this.status === Status.Running && this.mailbox.size === 0 && !this.mailbox.hasSystemMessages
-    )
+    return !this.draining && this.status === Status.Running
   }
 
   /**

@@ -23,7 +23,11 @@ export class Mailbox {
   private buffer: Array<unknown>
   private head = 0
   private length = 0
-  private system: Array<unknown> = []
+  /**
+   * System messages waiting, oldest first; undefined while there are none, so that checking for them (on every tick an
+   * idle actor is handed) reads a field of this object, not an array of its own: one cache miss fewer per tick.
+   */
+  private system: Array<unknown> | undefined = undefined
 
   /** `capacity` bounds user entries; `Infinity` for an unbounded mailbox. */
   constructor(readonly capacity: number) {
@@ -49,13 +53,17 @@ export class Mailbox {
 
   /** Adds a system message; never refused, handled before user entries. */
   offerSystem(message: unknown): void {
-    this.system.push(message)
+    if (this.system === undefined) this.system = [message]
+    else this.system.push(message)
   }
 
   /** The next system message, else the next user entry, else `EMPTY`. */
   poll(): unknown {
-    if (this.system.length > 0) return this.system.shift()
-    return this.pollUser()
+    const system = this.system
+    if (system === undefined) return this.pollUser()
+    const message = system.shift()
+    if (system.length === 0) this.system = undefined
+    return message
   }
 
   /** The next user entry or `EMPTY`. */
@@ -74,7 +82,7 @@ export class Mailbox {
   }
 
   get hasSystemMessages(): boolean {
-    return this.system.length > 0
+    return this.system !== undefined
   }
 
   private grow(): void {
