@@ -218,6 +218,9 @@ class ReceiveTimeout extends MailboxTick {
   undeliverable(): void {}
 }
 
+/** The cell of the actor whose context this is (the handlers of runtimes built on actors reach their owner so). */
+export const cellOf = (context: ActorContext<any>): ActorCell => (context.self as CellRef<unknown>).cell
+
 /** The ref of a mailbox-backed actor. */
 export class CellRef<Msg> extends BaseRef<Msg> {
   constructor(readonly cell: ActorCell) {
@@ -244,7 +247,10 @@ export class ActorCell {
   children: Map<string, ActorCell> | undefined = undefined
   timers: Map<string, ActorTimer> | undefined = undefined
   timerTables: Array<TimerTable> | undefined = undefined
-  /** Completed at termination; made only when someone waits for it. */
+  /**
+   * Completed at termination; made only when someone waits for it. Not a `Latch`: whether it is released follows from
+   * `status`, so a latch's own state (and object, ~32 B an actor) would repeat it.
+   */
   private done: Deferred.Deferred<void> | undefined = undefined
   readonly context: ActorContext<any>
   /** The fiber running this actor's drain while one runs; undefined for an idle actor. */

@@ -32,7 +32,7 @@ import type { PeriodicTimer } from "../EntityTimers.js"
 import type { LogContext } from "../LogContext.js"
 import type { Cancellable } from "../Scheduler.js"
 import type { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
-import type { ActorCell, CellRef, TimerTable } from "./actorCell.js"
+import { type ActorCell, type CellRef, cellOf, type TimerTable } from "./actorCell.js"
 import { spawnOwned } from "./actorSystem.js"
 import { delayMillis, intervalMillis, periodMillis } from "./duration.js"
 import { currentState, GameClockState } from "./entityGameClock.js"
@@ -390,7 +390,7 @@ const makeActor = <Model, Cmd extends Command, E, R>(
   const actor = Actor.make<unknown>()<Incarnation<Model, Cmd>, E, R>({
     preStart: (actorContext) =>
       Effect.suspend(() => {
-        const cell = (actorContext.self as CellRef<unknown>).cell
+        const cell = cellOf(actorContext)
         const id = (cell.owner as Entry).id
         const inc = new Incarnation<Model, Cmd>(registry, id, cell)
         registry.incarnations.add(inc)

@@ -13,6 +13,7 @@
 import * as Effect from "effect/Effect"
 import type { Cancellable } from "../Scheduler.js"
 import type { GameClockState, GameTimer } from "./entityGameClock.js"
+import { cancelEffect } from "./scheduler.js"
 import { MailboxTick } from "./tick.js"
 import type { TimerDriver } from "./timerDriver.js"
 
@@ -132,7 +133,7 @@ export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellab
 
   // Getters rather than fields: a timer costs no effect objects until someone asks.
   get cancel(): Effect.Effect<boolean> {
-    return Effect.sync(() => this.unsafeCancel())
+    return cancelEffect(this)
   }
 
   get isCancelled(): Effect.Effect<boolean> {
@@ -234,7 +235,7 @@ export class OneShotEntry extends MailboxTick implements EntityTimer, Cancellabl
   }
 
   get cancel(): Effect.Effect<boolean> {
-    return Effect.sync(() => this.unsafeCancel())
+    return cancelEffect(this)
   }
 
   get isCancelled(): Effect.Effect<boolean> {

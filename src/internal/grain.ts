@@ -36,7 +36,7 @@ import {
   type InvalidTimerInterval,
   ScheduledReferenceNotFound
 } from "../TimerError.js"
-import type { ActorCell, CellRef } from "./actorCell.js"
+import { type ActorCell, type CellRef, cellOf } from "./actorCell.js"
 import { type ActorHooks, withHooks } from "./actorHooks.js"
 import { spawnOwned } from "./actorSystem.js"
 import { delayMillis, intervalMillis } from "./duration.js"
@@ -334,8 +334,7 @@ class Activation implements TimerOwner {
 }
 
 /** The activation a grain actor's cell carries (`spawnOwned`). */
-const activationOf = (ctx: Actor.ActorContext<unknown>): Activation =>
-  (ctx.self as CellRef<unknown>).cell.owner as Activation
+const activationOf = (ctx: Actor.ActorContext<unknown>): Activation => cellOf(ctx).owner as Activation
 
 /** What a grain actor's hooks do, for every activation: the activation is the cell's owner. */
 const grainHooks: ActorHooks = {
@@ -354,7 +353,7 @@ const grainActor = (kind: Grain<any, any, any, any>): Actor.Actor<unknown, void,
     preStart: (ctx) => {
       const activation = activationOf(ctx)
       // The drain may start before `spawn` returns to the registry (the spawning fiber can yield in between).
-      activation.cell = (ctx.self as CellRef<unknown>).cell
+      activation.cell = cellOf(ctx)
       return activation.activate()
     },
     receive: (entry, ctx) => activationOf(ctx).receive(entry),

@@ -49,8 +49,11 @@ export const cancelNow = (entry: Settling & ScheduledEntry): boolean => {
   return true
 }
 
-/** `Cancellable.cancel` and `isCancelled` of both kinds of entry. */
-const cancelEffect = (entry: Settling & ScheduledEntry): Effect.Effect<boolean> => Effect.sync(() => cancelNow(entry))
+/** `Cancellable.cancel` of every timer kind: its `unsafeCancel`, as an effect. */
+export const cancelEffect = (timer: Pick<Cancellable, "unsafeCancel">): Effect.Effect<boolean> =>
+  Effect.sync(() => timer.unsafeCancel())
+
+/** `Cancellable.isCancelled` of both kinds of scheduler entry. */
 const cancelledEffect = (entry: Settling): Effect.Effect<boolean> => Effect.sync(() => entry.state === State.Cancelled)
 
 interface MessageExtra {
