@@ -4,7 +4,7 @@
  * annotation and FiberRefs, and a tell storm leaves room for other fibers.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, type Duration, Effect, FiberRef, Layer, TestClock } from "effect"
+import { Context, type Duration, Effect, FiberRef, HashMap, Layer, Option, TestClock } from "effect"
 import { Actor, type ActorRef, ActorSystem, type Timers } from "tickwork"
 import { TestProbe } from "tickwork/testkit"
 import { captureLogs } from "./utils.js"
@@ -100,6 +100,43 @@ describe("actors sharing dispatcher fibers", () => {
         ["a", "b", "c"].map((name) => ["hi in teal", { actor: `/user/${name}` }, []])
       )
     }).pipe(Effect.provide(Layer.merge(SystemLive, layer)))
+  })
+
+  it.scoped("each drain starts from the actor's own FiberRefs, more actors than the cache holds included", () => {
+    const Local = FiberRef.unsafeMake(0)
+    return Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const seen: Array<string> = []
+      const Counter = Actor.make<"go">()({
+        receive: (_msg, ctx) =>
+          Effect.gen(function* () {
+            const before = yield* FiberRef.get(Local)
+            yield* FiberRef.set(Local, before + 1)
+            const annotations = yield* Effect.logAnnotations
+            const actor = annotations.pipe(
+              HashMap.get("actor"),
+              Option.getOrElse(() => "none")
+            )
+            const color = yield* Color
+            seen.push(`${actor === ctx.path ? "own" : `wrong ${String(actor)}`} ${color} ${before}`)
+          })
+      })
+      // 1,100 actors: more than the 1,024 FiberRefs the system keeps, so the second round makes some anew
+      const refs = yield* Effect.forEach(
+        Array.from({ length: 1_100 }, (_, i) => `c${i}`),
+        (name) => system.spawn(Counter, name)
+      ).pipe(Effect.provideService(Color, "plum"))
+      for (let round = 0; round < 2; round++) {
+        yield* Effect.forEach(refs, (ref) => ref.tell("go"), { discard: true })
+        yield* TestClock.adjust(0)
+      }
+      assert.strictEqual(seen.length, 2_200)
+      assert.deepStrictEqual(
+        seen.filter((line) => line !== "own plum 0"),
+        [],
+        "every drain saw its own annotation and services, and none saw what an earlier drain set"
+      )
+    }).pipe(Effect.provide(SystemLive))
   })
 
   it.scoped("a handler written as Effect.sync that throws is supervised like any other defect", () =>

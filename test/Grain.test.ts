@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Metric, TestClock } from "effect"
+import { Context, Effect, Layer, Metric, TestClock } from "effect"
 import { ActorSystem, Grain, Grains, GrainTimers, Metrics, Passivation } from "tickwork"
 import { TestProbe } from "tickwork/testkit"
 import { captureLogs } from "./utils.js"
@@ -204,6 +204,24 @@ describe("Grains", () => {
       })
     )
   )
+
+  it.effect("handlers get the services of the layer that registered the kind, whoever sends the message", () => {
+    class Greeting extends Context.Tag("test/Greeting")<Greeting, string>() {}
+    const Greeter = Grain.make<"hi">()({
+      name: "greeter",
+      onReceive: (ctx) => Effect.flatMap(Greeting, (greeting) => ctx.reply(`${greeting} from ${ctx.identity.key}`))
+    })
+    const GreeterLive = Grains.layer([Greeter]).pipe(
+      Layer.provide(Layer.succeed(Greeting, "hello")),
+      Layer.provideMerge(ActorSystem.layer({ name: "grains-services" }))
+    )
+    return Effect.gen(function* () {
+      // the sender has a Greeting of its own, which must not reach the activation it starts
+      const first = yield* Grains.ask<string>(Greeter, "a", "hi").pipe(Effect.provideService(Greeting, "psst"))
+      const second = yield* Grains.ask<string>(Greeter, "b", "hi")
+      assert.deepStrictEqual([first, second], ["hello from a", "hello from b"])
+    }).pipe(Effect.provide(GreeterLive))
+  })
 
   it.effect("an unknown grain kind is a typed error", () =>
     Effect.gen(function* () {

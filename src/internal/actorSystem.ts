@@ -14,7 +14,6 @@ import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
 import * as FiberRefs from "effect/FiberRefs"
-import * as HashMap from "effect/HashMap"
 import * as List from "effect/List"
 import type * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
@@ -40,6 +39,7 @@ import { ActorCell, type CellHost } from "./actorCell.js"
 import { Dispatcher } from "./dispatcher.js"
 import { delayMillis, intervalMillis } from "./duration.js"
 import { EventStreamImpl } from "./eventStream.js"
+import { FiberRefsCache } from "./fiberRefsCache.js"
 import { isolated, withoutParentSpan } from "./logContext.js"
 import { type Delivery, FunctionRef } from "./refs.js"
 import { alreadyCancelled, cancelNow, ScheduledFunction, ScheduledMessage, type SchedulerHost } from "./scheduler.js"
@@ -88,6 +88,7 @@ const millisOf = (input: Duration.DurationInput | undefined, fallback: number): 
 export class SystemImpl implements CellHost, SchedulerHost {
   readonly driver: TimerDriver
   readonly dispatcher = new Dispatcher()
+  readonly fiberRefsCache = new FiberRefsCache()
   readonly service: ActorSystemService
   readonly throughput: number
   readonly askTimeoutMillis: number
@@ -184,12 +185,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
       // The actor's drains run on the dispatcher's fibers (no fiber while idle), each with the actor's FiberRefs: the
       // spawner's services without its tracing parent, and no diagnostic context but the actor's path.
       return Effect.withFiberRuntime<ActorRef<M>, never, R>((fiber) => {
-        const fiberId = fiber.id()
-        // Set directly rather than through `FiberRefs.updateAs`, which compares the old value to the new one and so
-        // caches a hash (a closure and its context) on every actor's annotations.
-        const locals = new Map(this.spawnerBase(spawner ?? fiber.getFiberRefs(), fiberId).locals)
-        locals.set(FiberRef.currentLogAnnotations, [[fiberId, HashMap.make(["actor", path as unknown])]])
-        cell.fiberRefs = FiberRefs.unsafeMake(locals)
+        cell.baseRefs = this.spawnerBase(spawner ?? fiber.getFiberRefs(), fiber.id())
         cell.wake(false)
         return Effect.succeed(cell.ref as ActorRef<M>)
       })
@@ -202,9 +198,9 @@ export class SystemImpl implements CellHost, SchedulerHost {
 
   /**
    * The spawner's FiberRefs with its services but not its tracing parent, and no log span: the actors it spawns start
-   * from these and set their diagnostic context to their `actor` annotation alone. Kept for the next spawn from the
-   * same FiberRefs (a fiber spawning in a loop, a registry's runtime), whose actors then share the base's value stacks
-   * and services instead of each making its own (~0.2 KB an actor).
+   * from these and set their diagnostic context to their `actor` annotation alone (`ActorCell.fiberRefs`, per drain).
+   * Kept for the next spawn from the same FiberRefs (a fiber spawning in a loop, a registry's runtime), whose actors
+   * then share one base instead of each holding its own (~0.4 KB an actor).
    */
   private spawnerBase(refs: FiberRefs.FiberRefs, fiberId: FiberId.Runtime): FiberRefs.FiberRefs {
     if (this.lastSpawner !== undefined && sameValues(this.lastSpawner, refs)) return this.lastBase

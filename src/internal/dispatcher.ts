@@ -4,7 +4,9 @@
  * Starting a fiber costs more than handling a typical tick (it copies the runtime's FiberRefs and allocates a
  * FiberRuntime), so a fiber per drain caps an actor system near 100k ticks/s. The dispatcher keeps a queue of ready
  * cells and runs their drains back to back on one *batch fiber*, switching the fiber's FiberRefs to each actor's own
- * (its services and its `actor` log annotation) before its drain, exactly what a fiber of its own would have seen.
+ * (its services and its `actor` log annotation) before the first effect of its drain that runs on the fiber, exactly
+ * what a fiber of its own would have seen. A drain whose handlers all complete in place (`completeNow`) runs no code
+ * that could observe a fiber, and switches nothing.
  *
  * A batch fiber is started with `immediate`, so it runs synchronously until it finishes or suspends. When a handler
  * suspends (it sleeps or awaits a reply, or Effect's run loop yields after 2,048 operations) the batch fiber stays with
@@ -42,6 +44,8 @@ import { flushMetrics } from "./metrics.js"
  */
 export interface Drainable {
   enter(fiber: Fiber.RuntimeFiber<unknown, unknown>): boolean
+  /** Installs the drainable's FiberRefs on `fiber`: before the first effect of a drain that must run on the fiber. */
+  install(fiber: Fiber.RuntimeFiber<unknown, unknown>): void
   next(): Effect.Effect<unknown, unknown> | undefined
   succeeded(value: unknown): void
   failed(cause: Cause.Cause<unknown>): Effect.Effect<void>
@@ -144,6 +148,8 @@ export class Dispatcher {
   private batch(): Effect.Effect<void> {
     const epoch = ++this.epoch
     let current: Drainable | undefined
+    /** Whose FiberRefs the fiber has had since `current` was taken (a drain that completes all in place needs none). */
+    let installed: Drainable | undefined
     const step: Effect.Effect<void> = Effect.withFiberRuntime((fiber) => {
       for (;;) {
         if (current === undefined) {
@@ -154,6 +160,7 @@ export class Dispatcher {
           }
           current = this.ready[this.head]!
           this.ready[this.head++] = undefined as never
+          installed = undefined
           if (!current.enter(fiber)) {
             current = undefined
             continue
@@ -165,7 +172,13 @@ export class Dispatcher {
           continue
         }
         const rest = completeNow(effect, current)
-        if (rest !== undefined) return Effect.matchCauseEffect(rest, continuation)
+        if (rest !== undefined) {
+          if (installed !== current) {
+            current.install(fiber)
+            installed = current
+          }
+          return Effect.matchCauseEffect(rest, continuation)
+        }
       }
     })
     const continuation = {

@@ -589,7 +589,10 @@ export class GrainRegistry {
     this.activations.set(idOf(kind.name, key), activation)
     let actor = this.actors.get(kind)
     if (actor === undefined) this.actors.set(kind, (actor = grainActor(kind)))
-    return spawnOwned(this.system, actor, `grain:${kind.name}:${encodeURIComponent(key)}`, activation).pipe(
+    // The handlers run with the services of the layer that registered the kind (its runtime), whoever sends the
+    // message that activates it; the activations then share one base of FiberRefs (`spawnerBase`).
+    const name = `grain:${kind.name}:${encodeURIComponent(key)}`
+    return spawnOwned(this.system, actor, name, activation, this.runtime.fiberRefs).pipe(
       Effect.match({
         onFailure: (error) => {
           // The system is shutting down (or the name is somehow taken): nothing can run these messages.
