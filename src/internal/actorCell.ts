@@ -269,7 +269,6 @@ export class ActorCell {
   /** `forceStop` took over: a drain still queued must not run. */
   private forced = false
   private started = false
-  private onTerminated: Array<() => void> | undefined = undefined
   receiveTimeout: ReceiveTimeout | undefined = undefined
   lastActivity = 0
   private state: unknown = undefined
@@ -697,9 +696,6 @@ export class ActorCell {
       this.host.terminated(this)
       if (this.done !== undefined) Deferred.unsafeDone(this.done, Effect.void)
       this.hooks?.terminated?.(this.owner)
-      const callbacks = this.onTerminated
-      this.onTerminated = undefined
-      if (callbacks !== undefined) for (const callback of callbacks) callback()
     })
   }
 
@@ -707,13 +703,6 @@ export class ActorCell {
   offerSystem(message: unknown): void {
     this.mailbox.offerSystem(message)
     this.wake(false)
-  }
-
-  /** Calls `callback` once the actor has terminated (at once if it has). */
-  whenTerminated(callback: () => void): void {
-    if (this.status === Status.Terminated) callback()
-    else if (this.onTerminated === undefined) this.onTerminated = [callback]
-    else this.onTerminated.push(callback)
   }
 
   /** Asks a child (or self) to stop after its current message. */

@@ -33,6 +33,7 @@ import type { LogContext } from "../LogContext.js"
 import type { Cancellable } from "../Scheduler.js"
 import type { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
 import { type ActorCell, type CellRef, cellOf, type TimerTable } from "./actorCell.js"
+import { withHooks } from "./actorHooks.js"
 import { spawnOwned } from "./actorSystem.js"
 import { delayMillis, intervalMillis, periodMillis } from "./duration.js"
 import { currentState, GameClockState } from "./entityGameClock.js"
@@ -41,6 +42,7 @@ import { Latch } from "./latch.js"
 import { captureFrom, withoutParentSpan } from "./logContext.js"
 import { BaseRef, type Delivery } from "./refs.js"
 import { alreadyCancelled } from "./scheduler.js"
+import { TimerBook } from "./timerBook.js"
 
 export const TypeId: unique symbol = Symbol.for("tickwork/Entity")
 export const RegistryTypeId: unique symbol = Symbol.for("tickwork/EntityRegistry")
@@ -108,12 +110,16 @@ const SLEEP = new SleepRequest()
 
 // ------------------------------------------------------------------ incarnation
 
+type EntityTimerEntry = PeriodicEntry | OneShotEntry
+
 /** One incarnation of an entity: its model, its context and its timers. The actor's state is this object. */
-class Incarnation<Model, Cmd extends Command> implements TimerOwner, TimerTable {
+class Incarnation<Model, Cmd extends Command>
+  extends TimerBook<EntityTimerEntry, EntityTimerEntry>
+  implements TimerOwner, TimerTable
+{
   model: Model = undefined as Model
   initialized = false
   stopping = false
-  readonly timers = new Set<PeriodicEntry | OneShotEntry>()
   readonly context: EntityContext<Model, Cmd>
 
   constructor(
@@ -121,13 +127,14 @@ class Incarnation<Model, Cmd extends Command> implements TimerOwner, TimerTable 
     readonly id: string,
     readonly cell: ActorCell
   ) {
+    super()
     this.context = new IncarnationContext(this)
     // the cell stops these timers with the incarnation's own, at stop and restart
     cell.addTimerTable(this)
   }
 
   get size(): number {
-    return this.timers.size
+    return this.timerCount
   }
 
   get target(): ActorCell {
@@ -138,8 +145,8 @@ class Incarnation<Model, Cmd extends Command> implements TimerOwner, TimerTable 
     return this.cell.host.driver
   }
 
-  release(entry: PeriodicEntry | OneShotEntry): void {
-    this.timers.delete(entry)
+  release(entry: EntityTimerEntry): void {
+    this.deleteTimer(entry)
   }
 
   gameNow(): number {
@@ -150,8 +157,8 @@ class Incarnation<Model, Cmd extends Command> implements TimerOwner, TimerTable 
   stopTimers(): void {
     this.stopping = true
     this.registry.incarnations.delete(this)
-    for (const timer of this.timers) timer.stop()
-    this.timers.clear()
+    for (const timer of this.timerList()) timer.stop()
+    this.clearTimers()
   }
 
   startPeriodic(
@@ -163,7 +170,7 @@ class Incarnation<Model, Cmd extends Command> implements TimerOwner, TimerTable 
   ): Cancellable {
     if (this.stopping) return alreadyCancelled
     const entry = new PeriodicEntry(this, name, interval, message, run)
-    this.timers.add(entry)
+    this.setTimer(entry, entry)
     return entry.start(firstDelay)
   }
 
@@ -175,7 +182,7 @@ class Incarnation<Model, Cmd extends Command> implements TimerOwner, TimerTable 
   ): Effect.Effect<Cancellable> {
     if (this.stopping) return Effect.succeed(alreadyCancelled)
     const entry = new OneShotEntry(this, effect, deadline, this.registry.clock)
-    this.timers.add(entry)
+    this.setTimer(entry, entry)
     const warning = entry.arm(due)
     return warning === undefined ? Effect.succeed(entry) : Effect.as(warning, entry)
   }
@@ -409,7 +416,9 @@ const makeActor = <Model, Cmd extends Command, E, R>(
     postStop: (_actorContext, inc) => inc.shutdown() as Effect.Effect<void, never, R>,
     preRestart: (_actorContext, inc) => Effect.sync(() => inc.stopTimers())
   })
-  return entity.mailboxCapacity === undefined ? actor : Actor.withMailboxCapacity(actor, entity.mailboxCapacity)
+  const sized = entity.mailboxCapacity === undefined ? actor : Actor.withMailboxCapacity(actor, entity.mailboxCapacity)
+  // The cell's owner is the entity's entry: one hook serves every entity of the registry (no closure per entity).
+  return withHooks(sized, { terminated: (owner) => registry.ended(owner as Entry) })
 }
 
 // ------------------------------------------------------------------ registry
@@ -419,16 +428,21 @@ interface Waiting {
   readonly logContext: LogContext | undefined
 }
 
-class Entry {
+/**
+ * An awake entity in the registry: its incarnation's actor, the messages that wait, and, as the latch it is, whether
+ * its incarnation has ended (released then; one object fewer per entity than a latch of its own).
+ */
+class Entry extends Latch {
   cell: ActorCell | undefined = undefined
   draining = false
-  /** For the incarnation being spawned. */
-  pending: Array<Waiting> = []
+  /** For the incarnation being spawned; undefined while none wait, as for most entities. */
+  pending: Array<Waiting> | undefined = undefined
   /** For the next incarnation (routed while this one is going to sleep). */
-  readonly next: Array<Waiting> = []
-  readonly ended = new Latch()
+  next: Array<Waiting> | undefined = undefined
 
-  constructor(readonly id: string) {}
+  constructor(readonly id: string) {
+    super()
+  }
 }
 
 const actorName = (kind: string, id: string): string => `${encodeURIComponent(kind)}:${encodeURIComponent(id)}`
@@ -482,14 +496,14 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
       this.deadLetter(message)
       return "stopped"
     }
-    const entry = this.entries.get(id) ?? this.wake(id, [])
-    if (entry.draining) entry.next.push({ message, logContext })
-    else if (entry.cell === undefined) entry.pending.push({ message, logContext })
+    const entry = this.entries.get(id) ?? this.wake(id, undefined)
+    if (entry.draining) (entry.next ??= []).push({ message, logContext })
+    else if (entry.cell === undefined) (entry.pending ??= []).push({ message, logContext })
     else return entry.cell.deliver(message, undefined, logContext)
     return "delivered"
   }
 
-  private wake(id: string, pending: Array<Waiting>): Entry {
+  private wake(id: string, pending: Array<Waiting> | undefined): Entry {
     const entry = new Entry(id)
     entry.pending = pending
     this.entries.set(id, entry)
@@ -512,22 +526,23 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
           const cell = (ref as CellRef<unknown>).cell
           entry.cell = cell
           const pending = entry.pending
-          entry.pending = []
-          for (const waiting of pending) cell.deliver(waiting.message, undefined, waiting.logContext)
-          cell.whenTerminated(() => this.ended(entry))
+          entry.pending = undefined
+          if (pending !== undefined)
+            for (const waiting of pending) cell.deliver(waiting.message, undefined, waiting.logContext)
+          // Its end is reported by the actor's `terminated` hook (`makeActor`).
           // The registry closed while this spawn was on its way.
           return this.closed ? cell.forceStop() : Effect.void
         })
     })
   }
 
-  /** The incarnation's fiber has ended (or its spawn failed): forget it, and wake the next one if messages wait. */
-  private ended(entry: Entry): void {
+  /** The incarnation's actor has terminated (or its spawn failed): forget it, and wake the next one if messages wait. */
+  ended(entry: Entry): void {
     if (this.entries.get(entry.id) === entry) this.entries.delete(entry.id)
-    entry.ended.release()
-    const waiting = entry.pending.concat(entry.next)
-    entry.pending = []
-    entry.next.length = 0
+    entry.release()
+    const waiting = (entry.pending ?? []).concat(entry.next ?? [])
+    entry.pending = undefined
+    entry.next = undefined
     if (waiting.length === 0) return
     if (this.closed || entry.cell === undefined) {
       for (const w of waiting) this.deadLetter(w.message)
@@ -543,7 +558,7 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
     if (entry === undefined || (cell !== undefined && entry.cell !== undefined && entry.cell !== cell)) return undefined
     if (!entry.draining) {
       entry.draining = true
-      if (entry.cell === undefined) entry.pending.push({ message: SLEEP, logContext: undefined })
+      if (entry.cell === undefined) (entry.pending ??= []).push({ message: SLEEP, logContext: undefined })
       else if (entry.cell.mailbox.isFull) entry.cell.offerSystem(SLEEP)
       else entry.cell.deliver(SLEEP, undefined, undefined)
     }
@@ -608,7 +623,7 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
       const entry = this.requestSleep(id)
       // From inside the entity itself, waiting would deadlock: it sleeps after the current message.
       if (entry === undefined || (entry.cell !== undefined && entry.cell.fiber === fiber)) return Effect.void
-      return entry.ended.await
+      return entry.await
     })
 
   readonly ref = (id: string): ActorRef<Cmd> => new RoutingRef<Cmd>(this, id)
@@ -617,9 +632,9 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
 
   readonly stats: Effect.Effect<RegistryStats> = Effect.sync(() => {
     let timers = 0
-    for (const inc of this.incarnations) timers += inc.timers.size
+    for (const inc of this.incarnations) timers += inc.timerCount
     let waiting = 0
-    for (const entry of this.entries.values()) waiting += entry.pending.length + entry.next.length
+    for (const entry of this.entries.values()) waiting += (entry.pending?.length ?? 0) + (entry.next?.length ?? 0)
     return { awake: this.entries.size, timers, waiting }
   })
 
@@ -632,7 +647,7 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
     const entries = Array.from(this.entries.values())
     return Effect.zipRight(
       Effect.forEach(entries, (entry) => entry.cell?.forceStop() ?? Effect.void, { discard: true }),
-      Effect.forEach(entries, (entry) => entry.ended.await, { discard: true })
+      Effect.forEach(entries, (entry) => entry.await, { discard: true })
     )
   })
 }

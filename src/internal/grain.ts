@@ -42,6 +42,7 @@ import { spawnOwned } from "./actorSystem.js"
 import { delayMillis, intervalMillis } from "./duration.js"
 import { GrainTimer, type TimerOwner, type Trigger } from "./grainTimer.js"
 import { Latch } from "./latch.js"
+import { TimerBook } from "./timerBook.js"
 
 /** The error an `ask` to a grain can fail with, besides the ask timeout. */
 export type GrainAskError =
@@ -90,29 +91,30 @@ const NO_ERR: Signal = { _tag: "reply", value: undefined }
 
 const mergeOptions = (options: ReadonlyArray<TimerOptions>): TimerOptions => Object.assign({}, ...options)
 
-class Activation implements TimerOwner {
+/**
+ * One activation of a grain, and the book of its timers by reference (a base class: see `TimerBook`). What most
+ * activations never use is made on first use: the message lists, the latch `awaitGone` waits on.
+ */
+class Activation extends TimerBook<string, GrainTimer> implements TimerOwner {
   phase: "activating" | "active" | "deactivating" | "gone" = "activating"
   /** Messages for the next activation: arrived while this one deactivated. */
-  readonly pending: Array<GrainEnvelope> = []
+  pending: Array<GrainEnvelope> | undefined = undefined
   /** Messages handed back from this activation's mailbox when it stopped. */
-  readonly leftover: Array<GrainEnvelope> = []
-  readonly timers = new Map<string, GrainTimer>()
+  leftover: Array<GrainEnvelope> | undefined = undefined
   cell: ActorCell | undefined = undefined
   /** Messages for this activation that arrived while its actor was being spawned. */
-  readonly starting: Array<GrainEnvelope> = []
+  starting: Array<GrainEnvelope> | undefined = undefined
   activationFailure: Cause.Cause<unknown> | undefined = undefined
   /** Set by `GrainRegistry.close`: messages left when it ends are rejected instead of starting a new activation. */
   closing = false
-  /** Completed once this activation is gone (terminated, or its actor could not be spawned). */
-  readonly gone = new Latch()
+  /** Released once this activation is gone (`markGone`); made when someone waits. */
+  private goneLatch: Latch | undefined = undefined
   /** Whether the registry's `keepAliveChanged` hook was last told that a keep-alive timer is held. */
   private keptAlive = false
   private state: unknown = undefined
   private processed = 0
   private timerSeq = 0
   private timersStopped = false
-  readonly name: string
-  readonly props: GrainProps<unknown>
 
   constructor(
     readonly registry: GrainRegistry,
@@ -120,8 +122,26 @@ class Activation implements TimerOwner {
     readonly identity: GrainIdentity,
     readonly passivation: Passivation
   ) {
-    this.name = `${identity.kind}/${identity.key}`
-    this.props = new ActivationProps(this)
+    super()
+  }
+
+  get name(): string {
+    return `${this.identity.kind}/${this.identity.key}`
+  }
+
+  /** What `onActivate` and `onDeactivate` get: a view over the activation, made for the call. */
+  private get props(): GrainProps<unknown> {
+    return new ActivationProps(this)
+  }
+
+  /** Completes once this activation is gone: terminated, or its actor could not be spawned. */
+  get awaitGone(): Effect.Effect<void> {
+    return this.phase === "gone" ? Effect.void : (this.goneLatch ??= new Latch()).await
+  }
+
+  markGone(): void {
+    this.phase = "gone"
+    this.goneLatch?.release()
   }
 
   private get driver() {
@@ -144,7 +164,7 @@ class Activation implements TimerOwner {
           this.state = state
           this.phase = "active"
           const now = this.driver.now()
-          for (const timer of this.timers.values()) this.arm(timer, now)
+          for (const timer of this.timerList()) this.arm(timer, now)
           if (this.passivation._tag === "Idle") this.cell!.setReceiveTimeout(this.passivation.timeoutMillis, PASSIVATE)
         })
     })
@@ -155,7 +175,7 @@ class Activation implements TimerOwner {
     if (entry === PASSIVATE) {
       const idle = this.passivation._tag === "Idle" ? this.passivation.timeoutMillis : Number.POSITIVE_INFINITY
       // An active keep-alive timer keeps the grain available for its ticks.
-      const keptAlive = Array.from(this.timers.values()).some((timer) => timer.keepAlive)
+      const keptAlive = this.timerList().some((timer) => timer.keepAlive)
       return !keptAlive && this.driver.now() - this.cell!.lastActivity >= idle ? this.deactivate() : Effect.void
     }
     const envelope = entry as GrainEnvelope
@@ -256,7 +276,7 @@ class Activation implements TimerOwner {
     const hook = this.registry.hooks.keepAliveChanged
     if (hook === undefined) return
     let held = false
-    for (const timer of this.timers.values()) if (timer.keepAlive) held = true
+    for (const timer of this.timerList()) if (timer.keepAlive) held = true
     if (held !== this.keptAlive) {
       this.keptAlive = held
       hook(this.identity, held)
@@ -269,11 +289,11 @@ class Activation implements TimerOwner {
   }
 
   private dropTimers(): void {
-    for (const timer of this.timers.values()) {
+    for (const timer of this.timerList()) {
       timer.active = false
       if (this.cell !== undefined) this.driver.cancel(timer)
     }
-    this.timers.clear()
+    this.clearTimers()
     this.keepAliveCheck()
   }
 
@@ -290,7 +310,7 @@ class Activation implements TimerOwner {
   forget(timer: GrainTimer): void {
     timer.active = false
     this.driver.cancel(timer)
-    if (this.timers.get(timer.reference) === timer) this.timers.delete(timer.reference)
+    if (this.getTimer(timer.reference) === timer) this.deleteTimer(timer.reference)
     if (timer.keepAlive) this.keepAliveCheck()
   }
 
@@ -307,11 +327,11 @@ class Activation implements TimerOwner {
       if (this.timersStopped || this.phase === "gone") return Effect.fail(new GrainTimersStopped({ grain: this.name }))
       if (Either.isLeft(trigger)) return Effect.fail(trigger.left)
       const { keepAlive = false, reference = `$timer-${++this.timerSeq}` } = mergeOptions(options)
-      const previous = this.timers.get(reference)
+      const previous = this.getTimer(reference)
       if (previous !== undefined) this.forget(previous)
       const now = this.driver.now()
       const timer = new GrainTimer(this, reference, message, trigger.right, keepAlive, now)
-      this.timers.set(reference, timer)
+      this.setTimer(reference, timer)
       if (keepAlive) this.keepAliveCheck()
       if (this.phase === "active") this.arm(timer, now)
       return Effect.succeed(reference)
@@ -321,7 +341,7 @@ class Activation implements TimerOwner {
   cancelSchedule(reference: string): Effect.Effect<void, GrainTimersStopped | ScheduledReferenceNotFound> {
     return Effect.suspend((): Effect.Effect<void, GrainTimersStopped | ScheduledReferenceNotFound> => {
       if (this.timersStopped || this.phase === "gone") return Effect.fail(new GrainTimersStopped({ grain: this.name }))
-      const timer = this.timers.get(reference)
+      const timer = this.getTimer(reference)
       if (timer === undefined) return Effect.fail(new ScheduledReferenceNotFound({ reference }))
       this.forget(timer)
       return Effect.void
@@ -329,7 +349,7 @@ class Activation implements TimerOwner {
   }
 
   listTimers(): ReadonlyArray<TimerInfo> {
-    return Array.from(this.timers.values(), (timer) => timer.info())
+    return this.timerList().map((timer) => timer.info())
   }
 }
 
@@ -339,7 +359,7 @@ const activationOf = (ctx: Actor.ActorContext<unknown>): Activation => cellOf(ct
 /** What a grain actor's hooks do, for every activation: the activation is the cell's owner. */
 const grainHooks: ActorHooks = {
   undelivered: (owner, message) => {
-    if (message instanceof GrainEnvelope) (owner as Activation).leftover.push(message)
+    if (message instanceof GrainEnvelope) ((owner as Activation).leftover ??= []).push(message)
   },
   terminated: (owner) => (owner as Activation).registry.terminated(owner as Activation)
 }
@@ -542,7 +562,7 @@ export class GrainRegistry {
       if (activation === undefined) return Effect.void
       activation.closing = true
       activation.cell?.requestStop()
-      return activation.gone.await
+      return activation.awaitGone
     })
   }
 
@@ -567,11 +587,11 @@ export class GrainRegistry {
     const current = this.activations.get(id)
     if (current !== undefined) {
       if (current.phase === "deactivating") {
-        current.pending.push(envelope)
+        ;(current.pending ??= []).push(envelope)
         return Effect.void
       }
       return Effect.sync(() => {
-        if (current.cell === undefined) current.starting.push(envelope)
+        if (current.cell === undefined) (current.starting ??= []).push(envelope)
         else this.post(current.cell, envelope)
       })
     }
@@ -598,16 +618,18 @@ export class GrainRegistry {
           // The system is shutting down (or the name is somehow taken): nothing can run these messages.
           this.activations.delete(idOf(kind.name, key))
           this.reject(
-            [...messages, ...activation.starting],
+            [...messages, ...(activation.starting ?? [])],
             new GrainActivationFailed({ grain: activation.name, cause: Cause.fail(error) })
           )
-          activation.gone.release()
+          activation.markGone()
         },
         onSuccess: (ref) => {
           const cell = (ref as CellRef<unknown>).cell
           activation.cell = cell
           for (const envelope of messages) this.post(cell, envelope)
-          for (const envelope of activation.starting.splice(0)) this.post(cell, envelope)
+          const starting = activation.starting
+          activation.starting = undefined
+          if (starting !== undefined) for (const envelope of starting) this.post(cell, envelope)
           if (activation.closing) cell.requestStop()
         }
       })
@@ -624,11 +646,10 @@ export class GrainRegistry {
 
   /** The activation's actor has terminated: forget it, and start the next one if messages wait. */
   terminated(activation: Activation): void {
-    activation.phase = "gone"
+    activation.markGone()
     const id = idOf(activation.identity.kind, activation.identity.key)
     if (this.activations.get(id) === activation) this.activations.delete(id)
-    const waiting = [...activation.leftover, ...activation.pending]
-    activation.gone.release()
+    const waiting = [...(activation.leftover ?? []), ...(activation.pending ?? [])]
     if (activation.activationFailure !== undefined) {
       this.reject(waiting, new GrainActivationFailed({ grain: activation.name, cause: activation.activationFailure }))
       return

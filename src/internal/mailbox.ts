@@ -11,16 +11,18 @@
 export const EMPTY: unique symbol = Symbol.for("tickwork/Mailbox/empty")
 
 /**
- * Slots of a new buffer (a power of two). Most actors hold a message or two at a time, and an idle actor's buffer is
- * most of its mailbox: 16 slots cost ~100 B more per actor than 4; a busy actor's buffer doubles as it needs.
+ * Slots of a new buffer (a power of two). Most actors hold a message or two at a time; a busy actor's buffer doubles
+ * as it needs.
  */
 const INITIAL_SLOTS = 4
 
-/** An empty mailbox whose buffer grew past this many slots goes back to `INITIAL_SLOTS`. */
-const SHRINK_ABOVE = 1024
-
 export class Mailbox {
-  private buffer: Array<unknown>
+  /**
+   * Made by the first offer to an empty mailbox and dropped when the mailbox empties: an idle actor holds no buffer
+   * (~80 B for 4 slots, most of an idle mailbox), and one that drained a backlog gives the memory back. An actor told
+   * one message at a time makes a small array per message, as a linked mailbox makes a node per message.
+   */
+  private buffer: Array<unknown> | undefined = undefined
   private head = 0
   private length = 0
   /**
@@ -30,9 +32,7 @@ export class Mailbox {
   private system: Array<unknown> | undefined = undefined
 
   /** `capacity` bounds user entries; `Infinity` for an unbounded mailbox. */
-  constructor(readonly capacity: number) {
-    this.buffer = new Array(INITIAL_SLOTS)
-  }
+  constructor(readonly capacity: number) {}
 
   get size(): number {
     return this.length
@@ -45,8 +45,10 @@ export class Mailbox {
   /** Adds a user entry; false when the mailbox is bounded and full. */
   offer(entry: unknown): boolean {
     if (this.length >= this.capacity) return false
-    if (this.length === this.buffer.length) this.grow()
-    this.buffer[(this.head + this.length) & (this.buffer.length - 1)] = entry
+    let buffer = this.buffer
+    if (buffer === undefined) buffer = this.buffer = new Array(INITIAL_SLOTS)
+    else if (this.length === buffer.length) buffer = this.grow(buffer)
+    buffer[(this.head + this.length) & (buffer.length - 1)] = entry
     this.length++
     return true
   }
@@ -69,14 +71,15 @@ export class Mailbox {
   /** The next user entry or `EMPTY`. */
   pollUser(): unknown {
     if (this.length === 0) return EMPTY
+    const buffer = this.buffer!
     const i = this.head
-    const entry = this.buffer[i]
-    this.buffer[i] = undefined
-    this.head = (i + 1) & (this.buffer.length - 1)
-    // A backlog grew the buffer: give the memory back once it has drained.
-    if (--this.length === 0 && this.buffer.length > SHRINK_ABOVE) {
-      this.buffer = new Array(INITIAL_SLOTS)
+    const entry = buffer[i]
+    if (--this.length === 0) {
+      this.buffer = undefined
       this.head = 0
+    } else {
+      buffer[i] = undefined
+      this.head = (i + 1) & (buffer.length - 1)
     }
     return entry
   }
@@ -85,12 +88,12 @@ export class Mailbox {
     return this.system !== undefined
   }
 
-  private grow(): void {
+  private grow(old: Array<unknown>): Array<unknown> {
     // Capacity stays a power of two so that indexing is a mask.
-    const old = this.buffer
     const next = new Array<unknown>(old.length * 2)
     for (let i = 0; i < this.length; i++) next[i] = old[(this.head + i) & (old.length - 1)]
     this.buffer = next
     this.head = 0
+    return next
   }
 }

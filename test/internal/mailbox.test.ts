@@ -321,17 +321,19 @@ describe("Mailbox", () => {
 })
 
 describe("Mailbox memory", () => {
-  it("a drained mailbox gives back the buffer a backlog grew, and keeps working", () => {
+  const bufferOf = (mailbox: Mailbox) => (mailbox as unknown as { buffer: Array<unknown> | undefined }).buffer
+
+  it("an empty mailbox holds no buffer: none before the first offer, none once drained, a backlog's included", () => {
     const mailbox = new Mailbox(Number.POSITIVE_INFINITY)
+    assert.isUndefined(bufferOf(mailbox), "a new mailbox")
+    mailbox.offer("one")
+    assert.strictEqual(bufferOf(mailbox)?.length, 4, "the first offer makes 4 slots")
+    assert.strictEqual(mailbox.poll(), "one")
+    assert.isUndefined(bufferOf(mailbox), "drained")
     for (let i = 0; i < 5000; i++) mailbox.offer(i)
-    const grown = (mailbox as unknown as { buffer: Array<unknown> }).buffer.length
-    assert.isAtLeast(grown, 5000)
+    assert.isAtLeast(bufferOf(mailbox)!.length, 5000)
     for (let i = 0; i < 5000; i++) assert.strictEqual(mailbox.poll(), i)
-    assert.strictEqual(
-      (mailbox as unknown as { buffer: Array<unknown> }).buffer.length,
-      4,
-      "back to the initial 4 slots"
-    )
+    assert.isUndefined(bufferOf(mailbox), "a drained backlog gives its buffer back")
     mailbox.offer("after")
     assert.strictEqual(mailbox.poll(), "after")
     assert.strictEqual(mailbox.poll(), EMPTY)
