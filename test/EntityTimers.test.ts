@@ -432,6 +432,29 @@ describe("one-shots: scheduleExecuteOnActorContext", () => {
     }).pipe(Effect.scoped, Effect.provide(SystemLive))
   )
 
+  it.effect("the registry counts the timers its entities hold, through cancels, runs, sleep and cancels twice", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const registry = yield* Entity.makeRegistry(makeKind(probe))
+      const timers = Effect.map(registry.stats, (stats) => stats.timers)
+      const a1 = yield* inEntity(registry, "a", (ctx) => ctx.startPeriodicTimer(100, 100, tick("a1")))
+      yield* inEntity(registry, "a", (ctx) => ctx.startPeriodicTimer(100, 100, tick("a2")))
+      yield* inEntity(registry, "b", (ctx) => ctx.scheduleExecuteOnActorContext("50 millis", probe.ref.tell("b ran")))
+      yield* inEntity(registry, "b", (ctx) => ctx.startPeriodicTimer(100, 100, tick("b1")))
+      assert.strictEqual(yield* timers, 4)
+      assert.isTrue(a1.unsafeCancel())
+      assert.isFalse(a1.unsafeCancel())
+      assert.strictEqual(yield* timers, 3, "a cancelled timer is no longer held, and only once")
+      yield* TestClock.adjust("50 millis")
+      assert.deepStrictEqual(yield* arrivals(probe), ["b ran@50"])
+      assert.strictEqual(yield* timers, 2, "a one-shot that ran is no longer held")
+      yield* registry.sleep("a")
+      assert.strictEqual(yield* timers, 1, "sleep lets go of the sleeping entity's timers")
+      yield* registry.sleep("b")
+      assert.strictEqual(yield* timers, 0)
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
   it.effect("a one-shot cancelled while it waits in the mailbox never runs", () =>
     Effect.gen(function* () {
       const probe = yield* TestProbe.make<string>()

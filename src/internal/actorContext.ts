@@ -1,9 +1,9 @@
 /**
  * `ActorContext` and `context.timers` for a mailbox-backed actor.
  *
- * Both are classes over the cell, so an actor pays two small objects for them, not a closure per method (which cost
- * about 3 KB per actor). Their methods therefore expect to be called on the object: `ctx.timers.cancel("k")`, not a
- * detached `cancel`.
+ * One class over the cell serves as both (`context.timers` is the context itself: their members do not overlap), so an
+ * actor pays one small object for them, not a closure per method (which cost about 3 KB per actor). Their methods
+ * therefore expect to be called on the object: `ctx.timers.cancel("k")`, not a detached `cancel`.
  */
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -20,8 +20,9 @@ import { delayMillis, periodMillis } from "./duration.js"
 const fromEither = <A, E>(either: Either.Either<A, E>, f: (a: A) => void): Effect.Effect<void, E> =>
   Either.isLeft(either) ? Effect.fail(either.left) : Effect.sync(() => f(either.right))
 
+/** `context.timers`: the context's base class. */
 class CellTimers implements TimerScheduler<any> {
-  constructor(private readonly cell: ActorCell) {}
+  constructor(protected readonly cell: ActorCell) {}
 
   startSingleTimer(
     key: string,
@@ -101,11 +102,9 @@ class CellTimers implements TimerScheduler<any> {
   }
 }
 
-export class CellContext implements ActorContext<any> {
-  readonly timers: TimerScheduler<any>
-
-  constructor(private readonly cell: ActorCell) {
-    this.timers = new CellTimers(cell)
+export class CellContext extends CellTimers implements ActorContext<any> {
+  get timers(): TimerScheduler<any> {
+    return this
   }
 
   get self(): ActorRef<any> {

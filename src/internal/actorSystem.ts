@@ -179,7 +179,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
       const actualName = name ?? (parent === undefined ? `$${(this.anonymous++).toString(36)}` : parent.nextChildName())
       const path = `${parent === undefined ? "/user" : parent.path}/${actualName}`
       if (siblings.has(actualName)) return Effect.fail(new ActorNameTaken({ path }))
-      const cell = new ActorCell(this, actor, actualName, path, parent, owner)
+      const cell = new ActorCell(this, actor, path, parent, owner)
       siblings.set(actualName, cell)
       this.cells.add(cell)
       // The actor's drains run on the dispatcher's fibers (no fiber while idle), each with the actor's FiberRefs: the

@@ -146,7 +146,14 @@ class Incarnation<Model, Cmd extends Command>
   }
 
   release(entry: EntityTimerEntry): void {
+    if (this.getTimer(entry) === undefined) return
     this.deleteTimer(entry)
+    this.registry.timers--
+  }
+
+  private hold(entry: EntityTimerEntry): void {
+    this.setTimer(entry, entry)
+    this.registry.timers++
   }
 
   gameNow(): number {
@@ -156,9 +163,10 @@ class Incarnation<Model, Cmd extends Command>
   /** Cancels every timer; from now on nothing new is armed. */
   stopTimers(): void {
     this.stopping = true
-    this.registry.incarnations.delete(this)
-    for (const timer of this.timerList()) timer.stop()
+    const timers = this.timerList()
+    this.registry.timers -= timers.length
     this.clearTimers()
+    for (const timer of timers) timer.stop()
   }
 
   startPeriodic(
@@ -170,7 +178,7 @@ class Incarnation<Model, Cmd extends Command>
   ): Cancellable {
     if (this.stopping) return alreadyCancelled
     const entry = new PeriodicEntry(this, name, interval, message, run)
-    this.setTimer(entry, entry)
+    this.hold(entry)
     return entry.start(firstDelay)
   }
 
@@ -182,7 +190,7 @@ class Incarnation<Model, Cmd extends Command>
   ): Effect.Effect<Cancellable> {
     if (this.stopping) return Effect.succeed(alreadyCancelled)
     const entry = new OneShotEntry(this, effect, deadline, this.registry.clock)
-    this.setTimer(entry, entry)
+    this.hold(entry)
     const warning = entry.arm(due)
     return warning === undefined ? Effect.succeed(entry) : Effect.as(warning, entry)
   }
@@ -400,7 +408,6 @@ const makeActor = <Model, Cmd extends Command, E, R>(
         const cell = cellOf(actorContext)
         const id = (cell.owner as Entry).id
         const inc = new Incarnation<Model, Cmd>(registry, id, cell)
-        registry.incarnations.add(inc)
         return entity.initialize(id, inc.context).pipe(
           Effect.flatMap((model) => {
             inc.model = model
@@ -467,7 +474,8 @@ class RoutingRef<Cmd> extends BaseRef<Cmd> {
 export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityRegistry<Cmd> {
   readonly [RegistryTypeId]: typeof RegistryTypeId = RegistryTypeId
   readonly entries = new Map<string, Entry>()
-  readonly incarnations = new Set<Incarnation<Model, Cmd>>()
+  /** Timers held by the registry's incarnations (a count, not a set of incarnations: ~20 B an entity fewer). */
+  timers = 0
   private closed = false
   /** The actor every entity of this registry runs as (`makeActor`), made at the first spawn. */
   private actor: Actor.Actor<unknown, Incarnation<Model, Cmd>, E, R> | undefined = undefined
@@ -631,8 +639,7 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
   readonly isAwake = (id: string): Effect.Effect<boolean> => Effect.sync(() => this.entries.has(id))
 
   readonly stats: Effect.Effect<RegistryStats> = Effect.sync(() => {
-    let timers = 0
-    for (const inc of this.incarnations) timers += inc.timerCount
+    const timers = this.timers
     let waiting = 0
     for (const entry of this.entries.values()) waiting += (entry.pending?.length ?? 0) + (entry.next?.length ?? 0)
     return { awake: this.entries.size, timers, waiting }

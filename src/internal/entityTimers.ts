@@ -14,7 +14,7 @@ import * as Effect from "effect/Effect"
 import type { Cancellable } from "../Scheduler.js"
 import type { GameClockState, GameTimer } from "./entityGameClock.js"
 import { cancelEffect } from "./scheduler.js"
-import { MailboxTick } from "./tick.js"
+import { FLAG_FREE, MailboxTick } from "./tick.js"
 import type { TimerDriver } from "./timerDriver.js"
 
 /** Where a tick goes when it fires; `ActorCell` is one. */
@@ -55,13 +55,27 @@ export const missedWarning = (name: string, dropped: number): Effect.Effect<void
       "(the handler ran longer than the interval or the process was paused)"
   ).pipe(Effect.annotateLogs({ timer: name, dropped }))
 
+const ACTIVE = 1 << FLAG_FREE
+const BUSY = 2 << FLAG_FREE
+
 export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellable {
   get kind() {
     return "entity_timer" as const
   }
-  active = true
+  // Kept in `flags`, above the tick's own bits: two fields fewer per timer.
+  get active(): boolean {
+    return (this.flags & ACTIVE) !== 0
+  }
+  set active(on: boolean) {
+    this.flags = on ? this.flags | ACTIVE : this.flags & ~ACTIVE
+  }
   /** An invocation of this timer is queued or running. */
-  busy = false
+  get busy(): boolean {
+    return (this.flags & BUSY) !== 0
+  }
+  set busy(on: boolean) {
+    this.flags = on ? this.flags | BUSY : this.flags & ~BUSY
+  }
   /** Invocations dropped since the last one that ran. */
   missed = 0
 
@@ -75,6 +89,7 @@ export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellab
     private readonly run: Effect.Effect<unknown, unknown> | undefined
   ) {
     super()
+    this.flags |= ACTIVE
   }
 
   /** Arms the first invocation `firstDelay` from now. */

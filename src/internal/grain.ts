@@ -491,8 +491,36 @@ class MessageContext extends ActivationProps implements GrainContext<unknown> {
   }
 }
 
+/**
+ * Activations by kind, then by key. The key is the caller's own string, which the activation's identity holds too; a
+ * single map would need a joined id, a string of its own per activation (~32 B).
+ */
+class ActivationTable {
+  private readonly byKind = new Map<string, Map<string, Activation>>()
+  size = 0
+
+  get(kind: string, key: string): Activation | undefined {
+    return this.byKind.get(kind)?.get(key)
+  }
+
+  set(kind: string, key: string, activation: Activation): void {
+    let byKey = this.byKind.get(kind)
+    if (byKey === undefined) this.byKind.set(kind, (byKey = new Map()))
+    if (!byKey.has(key)) this.size++
+    byKey.set(key, activation)
+  }
+
+  /** Forgets `activation`, if it is the one held for (kind, key). */
+  delete(kind: string, key: string, activation: Activation): void {
+    const byKey = this.byKind.get(kind)
+    if (byKey?.get(key) !== activation) return
+    byKey.delete(key)
+    this.size--
+  }
+}
+
 export class GrainRegistry {
-  private readonly activations = new Map<string, Activation>()
+  private readonly activations = new ActivationTable()
   /** The actor of each kind started so far (`grainActor`). */
   private readonly actors = new Map<Grain<any, any, any, any>, Actor.Actor<unknown, void, unknown>>()
 
@@ -558,7 +586,7 @@ export class GrainRegistry {
    */
   close(kind: string, key: string): Effect.Effect<void> {
     return Effect.suspend(() => {
-      const activation = this.activations.get(idOf(kind, key))
+      const activation = this.activations.get(kind, key)
       if (activation === undefined) return Effect.void
       activation.closing = true
       activation.cell?.requestStop()
@@ -571,7 +599,7 @@ export class GrainRegistry {
       Either.match(this.kindOf(kind), {
         onLeft: Effect.fail,
         onRight: () => {
-          const activation = this.activations.get(idOf(kind.name, key))
+          const activation = this.activations.get(kind.name, key)
           return Effect.succeed(activation?.phase === "active" ? activation.listTimers() : [])
         }
       })
@@ -579,12 +607,11 @@ export class GrainRegistry {
   }
 
   isActive(kind: Grain<any, any, any, any>, key: string): boolean {
-    return this.activations.get(idOf(kind.name, key))?.phase === "active"
+    return this.activations.get(kind.name, key)?.phase === "active"
   }
 
   private deliver(kind: Grain<any, any, any, any>, key: string, envelope: GrainEnvelope): Effect.Effect<void> {
-    const id = idOf(kind.name, key)
-    const current = this.activations.get(id)
+    const current = this.activations.get(kind.name, key)
     if (current !== undefined) {
       if (current.phase === "deactivating") {
         ;(current.pending ??= []).push(envelope)
@@ -606,7 +633,7 @@ export class GrainRegistry {
   ): Effect.Effect<void> {
     const passivation = this.hooks.passivationOf?.(kind) ?? kind.passivation ?? this.defaultPassivation
     const activation = new Activation(this, kind, { kind: kind.name, key }, passivation)
-    this.activations.set(idOf(kind.name, key), activation)
+    this.activations.set(kind.name, key, activation)
     let actor = this.actors.get(kind)
     if (actor === undefined) this.actors.set(kind, (actor = grainActor(kind)))
     // The handlers run with the services of the layer that registered the kind (its runtime), whoever sends the
@@ -616,7 +643,7 @@ export class GrainRegistry {
       Effect.match({
         onFailure: (error) => {
           // The system is shutting down (or the name is somehow taken): nothing can run these messages.
-          this.activations.delete(idOf(kind.name, key))
+          this.activations.delete(kind.name, key, activation)
           this.reject(
             [...messages, ...(activation.starting ?? [])],
             new GrainActivationFailed({ grain: activation.name, cause: Cause.fail(error) })
@@ -647,8 +674,7 @@ export class GrainRegistry {
   /** The activation's actor has terminated: forget it, and start the next one if messages wait. */
   terminated(activation: Activation): void {
     activation.markGone()
-    const id = idOf(activation.identity.kind, activation.identity.key)
-    if (this.activations.get(id) === activation) this.activations.delete(id)
+    this.activations.delete(activation.identity.kind, activation.identity.key, activation)
     const waiting = [...(activation.leftover ?? []), ...(activation.pending ?? [])]
     if (activation.activationFailure !== undefined) {
       this.reject(waiting, new GrainActivationFailed({ grain: activation.name, cause: activation.activationFailure }))

@@ -5,7 +5,7 @@ import type * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { TimerInfo } from "../GrainTimers.js"
 import * as QuartzCron from "../QuartzCron.js"
-import { MailboxTick } from "./tick.js"
+import { FLAG_FREE, MailboxTick } from "./tick.js"
 import type { TimerDriver } from "./timerDriver.js"
 
 /** What a grain timer needs from its activation. */
@@ -24,22 +24,36 @@ export type Trigger =
   | { readonly _tag: "interval"; readonly interval: number }
   | { readonly _tag: "cron"; readonly cron: QuartzCron.QuartzCron }
 
+const ACTIVE = 1 << FLAG_FREE
+const KEEP_ALIVE = 2 << FLAG_FREE
+
 export class GrainTimer extends MailboxTick {
   get kind() {
     return "grain_timer" as const
   }
-  active = true
 
   constructor(
     private readonly owner: TimerOwner,
     readonly reference: string,
     readonly message: unknown,
     readonly trigger: Trigger,
-    readonly keepAlive: boolean,
+    keepAlive: boolean,
     /** When the timer was registered; a dormant timer's first due time counts from here. */
     readonly registeredAt: number
   ) {
     super()
+    this.flags |= keepAlive ? ACTIVE | KEEP_ALIVE : ACTIVE
+  }
+
+  // Kept in `flags`, above the tick's own bits: two fields fewer per timer.
+  get active(): boolean {
+    return (this.flags & ACTIVE) !== 0
+  }
+  set active(on: boolean) {
+    this.flags = on ? this.flags | ACTIVE : this.flags & ~ACTIVE
+  }
+  get keepAlive(): boolean {
+    return (this.flags & KEEP_ALIVE) !== 0
   }
 
   /** The first due time after `from` (registration for once/interval, now for cron), or undefined for never. */

@@ -12,7 +12,10 @@ export type Delivery = "delivered" | "stopped" | "mailbox-full"
 
 /** The common shape of every ActorRef implementation. */
 export abstract class BaseRef<Msg> implements ActorRef<Msg> {
-  readonly [ActorRefTypeId]: ActorRefTypeId = ActorRefTypeId
+  // On the prototype: a field would cost every ref (every actor) a slot.
+  get [ActorRefTypeId](): ActorRefTypeId {
+    return ActorRefTypeId
+  }
   abstract readonly path: string
   /** Delivers without suspending; `logContext` is the sender's diagnostic context, if any. */
   abstract deliver(message: Msg, sender: ActorRef<any> | undefined, logContext: LogContext | undefined): Delivery
