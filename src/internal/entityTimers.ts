@@ -64,17 +64,17 @@ export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellab
   }
   // Kept in `flags`, above the tick's own bits: two fields fewer per timer.
   get active(): boolean {
-    return (this.flags & ACTIVE) !== 0
+    return this.hasFlag(ACTIVE)
   }
   set active(on: boolean) {
-    this.flags = on ? this.flags | ACTIVE : this.flags & ~ACTIVE
+    this.setFlag(ACTIVE, on)
   }
   /** An invocation of this timer is queued or running. */
   get busy(): boolean {
-    return (this.flags & BUSY) !== 0
+    return this.hasFlag(BUSY)
   }
   set busy(on: boolean) {
-    this.flags = on ? this.flags | BUSY : this.flags & ~BUSY
+    this.setFlag(BUSY, on)
   }
   /** Invocations dropped since the last one that ran. */
   missed = 0

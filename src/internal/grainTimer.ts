@@ -47,13 +47,13 @@ export class GrainTimer extends MailboxTick {
 
   // Kept in `flags`, above the tick's own bits: two fields fewer per timer.
   get active(): boolean {
-    return (this.flags & ACTIVE) !== 0
+    return this.hasFlag(ACTIVE)
   }
   set active(on: boolean) {
-    this.flags = on ? this.flags | ACTIVE : this.flags & ~ACTIVE
+    this.setFlag(ACTIVE, on)
   }
   get keepAlive(): boolean {
-    return (this.flags & KEEP_ALIVE) !== 0
+    return this.hasFlag(KEEP_ALIVE)
   }
 
   /** The first due time after `from` (registration for once/interval, now for cron), or undefined for never. */

@@ -20,12 +20,18 @@ export abstract class MailboxTick extends TimerEntry {
    * theirs in the bits from `FLAG_FREE` up. One field instead of three saves 16 bytes per timer.
    */
   protected flags = 0
+  protected hasFlag(flag: number): boolean {
+    return (this.flags & flag) !== 0
+  }
+  protected setFlag(flag: number, on: boolean): void {
+    this.flags = on ? this.flags | flag : this.flags & ~flag
+  }
   /** No further firing is planned: the entry is done once its queued copies are handled or dropped. */
   get finished(): boolean {
-    return (this.flags & 1) !== 0
+    return this.hasFlag(1)
   }
   set finished(value: boolean) {
-    this.flags = value ? this.flags | 1 : this.flags & ~1
+    this.setFlag(1, value)
   }
   abstract readonly message: unknown
   /** The metric tag; subclasses implement it as a getter, so it costs no slot in every timer record. */
