@@ -7,6 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Context, type Duration, Effect, FiberRef, HashMap, Layer, Option, TestClock } from "effect"
 import { Actor, type ActorRef, ActorSystem, type Timers } from "tickwork"
 import { TestProbe } from "tickwork/testkit"
+import type { CellRef } from "../src/internal/actorCell.js"
 import { captureLogs } from "./utils.js"
 
 const SystemLive = ActorSystem.layer({ name: "dispatch" })
@@ -99,6 +100,9 @@ describe("actors sharing dispatcher fibers", () => {
         greeted.map((log) => [log.message, log.annotations, log.spans]),
         ["a", "b", "c"].map((name) => ["hi in teal", { actor: `/user/${name}` }, []])
       )
+      // and they hold one base between them, not FiberRefs of their own
+      const bases = new Set(refs.map((ref) => (ref as unknown as CellRef<unknown>).cell.baseRefs))
+      assert.strictEqual(bases.size, 1)
     }).pipe(Effect.provide(Layer.merge(SystemLive, layer)))
   })
 
