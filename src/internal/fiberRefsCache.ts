@@ -2,11 +2,11 @@
  * The FiberRefs of the actors that drained last, direct-mapped by the actor's serial number.
  *
  * An actor's handlers run with FiberRefs of its own (its spawner's services and its `actor` log annotation). Held by
- * every actor, they cost each idle actor ~0.5 KB; made for every drain, they cost a drain that runs an effect ~0.3 µs
- * (a copy of a map of a few entries, the annotation's hash map and value stack), ~17% of a one-message drain of an
- * `Effect.gen` handler. This cache keeps them for the actors that drain often, for a bounded memory: at most `SLOTS`
- * FiberRefs, whatever the number of actors. A slot holds a serial number, not the actor, so a stopped actor is not kept
- * alive by it; its FiberRefs go when the slot is taken.
+ * every actor, they cost each idle actor ~0.5 KB; made for a drain that runs an effect, ~0.3-0.45 µs (a copy of a map
+ * of a few entries, the annotation's hash map and value stack, and collecting them), a fifth of a one-message drain of
+ * an `Effect.gen` handler. This cache keeps them for the actors that drained last, for a bounded memory: at most
+ * `SLOTS` FiberRefs, whatever the number of actors. A slot holds a serial number, not the actor, so a stopped actor is
+ * not kept alive by it; its FiberRefs go when the slot is taken.
  */
 import type * as FiberRefs from "effect/FiberRefs"
 
