@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck } from "effect"
+import { vi } from "vitest"
 import { QueueEntry, TimerQueue } from "../../src/internal/timerQueue.js"
 import { check, drainIds, ENTRIES, Model, type Op, runAgainstModel, type Subject } from "./timerModel.js"
 
@@ -327,5 +328,54 @@ describe("TimerQueue", () => {
     queue.insert(d, 5000) // window 4 is before every far window: open, d is near
     assert.strictEqual(levels(queue).openUntil, 4)
     assert.deepStrictEqual(drainIds(queue, 20_000), [0, 3, 1, 2])
+  })
+})
+
+describe("QueueEntry.due", () => {
+  class Plain extends QueueEntry {}
+
+  it("gives back exactly the due it was given: epoch millis, fractions, far and negative dues, infinity", () => {
+    const dues = [
+      1_764_547_200_000,
+      0,
+      1_764_547_200_000 + 0.25,
+      1_764_547_200_000 + 40 * 86_400_000,
+      -5,
+      12.5,
+      2 ** 52,
+      Number.POSITIVE_INFINITY
+    ]
+    for (const due of dues) {
+      const entry = new Plain()
+      entry.due = due
+      assert.strictEqual(entry.due, due, `due ${due}`)
+    }
+  })
+
+  it("an infinite first due does not become the epoch (a fresh module: the epoch is the process's first due)", async () => {
+    vi.resetModules()
+    const fresh = await import("../../src/internal/timerQueue.js")
+    class Fresh extends fresh.QueueEntry {}
+    const never = new Fresh()
+    never.due = Number.POSITIVE_INFINITY
+    const soon = new Fresh()
+    soon.due = 1_764_547_200_000
+    assert.strictEqual(never.due, Number.POSITIVE_INFINITY)
+    assert.strictEqual(soon.due, 1_764_547_200_000)
+  })
+
+  it("stays exact for random dues around now, whatever due came first in the process", () => {
+    FastCheck.assert(
+      FastCheck.property(
+        FastCheck.integer({ min: 0, max: 2 ** 42 }),
+        FastCheck.integer({ min: 0, max: 1_000 }),
+        (millis, quarter) => {
+          const entry = new Plain()
+          const due = millis + quarter / 4
+          entry.due = due
+          return entry.due === due
+        }
+      )
+    )
   })
 })
