@@ -21,13 +21,13 @@
  */
 import { HeapEntry, TimerHeap } from "./timerHeap.js"
 
-/** A timer as the queue sees it. Concrete timer kinds extend this class, so a timer is one allocation. */
 /**
  * The due time of the first entry ever given one, in this process: entries keep theirs as an offset from it (see
  * `QueueEntry.due`).
  */
 let dueEpoch: number | undefined
 
+/** A timer as the queue sees it. Concrete timer kinds extend this class, so a timer is one allocation. */
 export abstract class QueueEntry {
   /**
    * `due` less `dueEpoch`. An epoch-millis field holds a boxed double, an object of its own per timer (16 B, and one
