@@ -133,21 +133,13 @@ export class ActorTimer extends MailboxTick {
     schedule: Schedule.Schedule<unknown> | undefined
   ) {
     super()
-    // flags: bit FLAG_FREE is `active`, the two above it the mode
-    this.flags |= (1 << FLAG_FREE) | (mode << (FLAG_FREE + 1))
+    // flags: the two bits from FLAG_FREE are the mode
+    this.flags |= mode << FLAG_FREE
     this.scheduled = schedule === undefined ? undefined : { schedule, state: schedule.initial }
   }
 
   get mode(): Mode {
-    return (this.flags >> (FLAG_FREE + 1)) & 3
-  }
-
-  /** False once replaced or cancelled: its queued ticks are stale. */
-  get active(): boolean {
-    return (this.flags & (1 << FLAG_FREE)) !== 0
-  }
-  set active(value: boolean) {
-    this.flags = value ? this.flags | (1 << FLAG_FREE) : this.flags & ~(1 << FLAG_FREE)
+    return (this.flags >> FLAG_FREE) & 3
   }
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
@@ -199,7 +191,6 @@ export class ActorTimer extends MailboxTick {
 
 /** The receive-timeout timer: re-checks idleness when it fires instead of being re-armed on every message. */
 class ReceiveTimeout extends MailboxTick {
-  active = true
   get kind() {
     return "receive_timeout" as const
   }
@@ -380,8 +371,8 @@ export class ActorCell {
   }
 
   /**
-   * Running (so started, by a drain, with its FiberRefs set), with no drain queued or running, and so nothing queued: a
-   * tick may be handled at once. The mailbox is not read: whatever is queued for a running actor claims a drain
+   * Running (so started, by a drain), with no drain queued or running, and so nothing queued: a tick may be handled at
+   * once. The mailbox is not read: whatever is queued for a running actor claims a drain
    * (`wake`), and a drain lets go (`endDrain`) only when it found the mailbox empty; `handleNow` keeps the claim when its
    * handler queued something. Reading it cost a cache miss per tick (the mailbox is an object of its own): 20k actors ×
    * 50 ms went from ~0.95 to ~0.86 µs per tick with its system lane kept in a field, and to ~0.82 without reading it.
@@ -440,10 +431,7 @@ export class ActorCell {
 
   /** Called by the dispatcher before the first effect of a drain that runs on `fiber`. */
   install(fiber: Fiber.RuntimeFiber<unknown, unknown>): void {
-    const cache = this.host.fiberRefsCache
-    let refs = cache.get(this.serial)
-    if (refs === undefined) cache.set(this.serial, (refs = this.fiberRefs(fiber.id())))
-    installFiberRefs(fiber, refs)
+    installFiberRefs(fiber, this.fiberRefs(fiber.id()))
   }
 
   /**
@@ -452,12 +440,17 @@ export class ActorCell {
    * a while by the system's `FiberRefsCache`. A drain whose handlers complete in place needs none. Every drain starts
    * from these same values, whatever the handlers of the one before set on their fiber.
    */
-  fiberRefs(fiberId: FiberId.Single): FiberRefs.FiberRefs {
+  private fiberRefs(fiberId: FiberId.Single): FiberRefs.FiberRefs {
+    const cache = this.host.fiberRefsCache
+    const cached = cache.get(this.serial)
+    if (cached !== undefined) return cached
     // Set directly rather than through `FiberRefs.updateAs`, which compares the old value to the new one and so
     // computes and caches a hash of the annotations.
     const locals = new Map(this.baseRefs!.locals)
     locals.set(FiberRef.currentLogAnnotations, [[fiberId, HashMap.make(["actor", this.path as unknown])]])
-    return FiberRefs.unsafeMake(locals)
+    const refs = FiberRefs.unsafeMake(locals)
+    cache.set(this.serial, refs)
+    return refs
   }
 
   private budget = 0

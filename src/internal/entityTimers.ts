@@ -55,21 +55,13 @@ export const missedWarning = (name: string, dropped: number): Effect.Effect<void
       "(the handler ran longer than the interval or the process was paused)"
   ).pipe(Effect.annotateLogs({ timer: name, dropped }))
 
-const ACTIVE = 1 << FLAG_FREE
-const BUSY = 2 << FLAG_FREE
+const BUSY = 1 << FLAG_FREE
 
 export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellable {
   get kind() {
     return "entity_timer" as const
   }
-  // Kept in `flags`, above the tick's own bits: two fields fewer per timer.
-  get active(): boolean {
-    return this.hasFlag(ACTIVE)
-  }
-  set active(on: boolean) {
-    this.setFlag(ACTIVE, on)
-  }
-  /** An invocation of this timer is queued or running. */
+  /** An invocation of this timer is queued or running (kept in `flags`, as `active` is by the tick). */
   get busy(): boolean {
     return this.hasFlag(BUSY)
   }
@@ -89,7 +81,6 @@ export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellab
     private readonly run: Effect.Effect<unknown, unknown> | undefined
   ) {
     super()
-    this.flags |= ACTIVE
   }
 
   /** Arms the first invocation `firstDelay` from now. */

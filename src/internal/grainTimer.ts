@@ -24,8 +24,7 @@ export type Trigger =
   | { readonly _tag: "interval"; readonly interval: number }
   | { readonly _tag: "cron"; readonly cron: QuartzCron.QuartzCron }
 
-const ACTIVE = 1 << FLAG_FREE
-const KEEP_ALIVE = 2 << FLAG_FREE
+const KEEP_ALIVE = 1 << FLAG_FREE
 
 export class GrainTimer extends MailboxTick {
   get kind() {
@@ -42,16 +41,10 @@ export class GrainTimer extends MailboxTick {
     readonly registeredAt: number
   ) {
     super()
-    this.flags |= keepAlive ? ACTIVE | KEEP_ALIVE : ACTIVE
+    if (keepAlive) this.flags |= KEEP_ALIVE
   }
 
-  // Kept in `flags`, above the tick's own bits: two fields fewer per timer.
-  get active(): boolean {
-    return this.hasFlag(ACTIVE)
-  }
-  set active(on: boolean) {
-    this.setFlag(ACTIVE, on)
-  }
+  // Kept in `flags`, above the tick's own bits (`active` among them): a field fewer per timer.
   get keepAlive(): boolean {
     return this.hasFlag(KEEP_ALIVE)
   }

@@ -49,7 +49,6 @@ export class SpotTimer extends MailboxTick {
     return "spot_timer" as const
   }
   readonly message = undefined
-  active = true
   /** Fixed-rate policies: the first scheduled index not yet delivered or dropped. */
   private nextIndex = 1
   private deliveries = 0

@@ -9,17 +9,20 @@ import type { ActorRef } from "../ActorRef.js"
 import type { TimerKind } from "../Metrics.js"
 import { TimerEntry } from "./timerDriver.js"
 
+const FINISHED = 1
+const ACTIVE = 2
+
 /** The lowest bit of `MailboxTick.flags` that subclasses may use. */
-export const FLAG_FREE = 1
+export const FLAG_FREE = 2
 
 export abstract class MailboxTick extends TimerEntry {
   /** Copies of this tick waiting in the mailbox (a fixed-rate backlog queues the same entry several times). */
   queued = 0
   /**
-   * Small state packed in one field, since a pending timer is mostly its fields: bit 0 is `finished`; subclasses keep
-   * theirs in the bits from `FLAG_FREE` up. One field instead of three saves 16 bytes per timer.
+   * Small state packed in one field, since a pending timer is mostly its fields: bit 0 is `finished`, bit 1 `active`;
+   * subclasses keep theirs in the bits from `FLAG_FREE` up. One field instead of several saves 8 bytes per boolean.
    */
-  protected flags = 0
+  protected flags = ACTIVE
   protected hasFlag(flag: number): boolean {
     return (this.flags & flag) !== 0
   }
@@ -28,10 +31,21 @@ export abstract class MailboxTick extends TimerEntry {
   }
   /** No further firing is planned: the entry is done once its queued copies are handled or dropped. */
   get finished(): boolean {
-    return this.hasFlag(1)
+    return this.hasFlag(FINISHED)
   }
   set finished(value: boolean) {
-    this.setFlag(1, value)
+    this.setFlag(FINISHED, value)
+  }
+  /**
+   * The timer is armed; cleared when it is cancelled, replaced or its owner stops, so that its queued ticks are stale.
+   * Timer kinds that track more states than armed and not (scheduler entries, entity one-shots) keep a state of their
+   * own instead.
+   */
+  get active(): boolean {
+    return this.hasFlag(ACTIVE)
+  }
+  set active(value: boolean) {
+    this.setFlag(ACTIVE, value)
   }
   abstract readonly message: unknown
   /** The metric tag; subclasses implement it as a getter, so it costs no slot in every timer record. */
