@@ -127,6 +127,9 @@ export interface SpreadRun {
   readonly allHandledMillis: number
   readonly latenessMillis: LatenessSummary
   readonly cpuPercent: number
+  /** Garbage collections that started in the same window, and their pauses' total milliseconds. */
+  readonly gcPauses: number
+  readonly gcMillis: number
   /** CPU % and time per handled timer, from the first due instant (drain: the end of the stall) to the last handled. */
   readonly cpuMicrosPerTimer: number
 }
@@ -187,6 +190,8 @@ const runOnce = async (
     allHandledMillis: recorder.lastAt - from,
     latenessMillis: recorder.summary(),
     cpuPercent: cpu.cpuPercent,
+    gcPauses: cpu.gcPauses,
+    gcMillis: cpu.gcMillis,
     cpuMicrosPerTimer: (cpu.cpuPercent * cpu.wallMillis * 10) / recorder.count
   }
 }
@@ -304,7 +309,8 @@ const spreadTable = (runs: ReadonlyArray<SpreadRun>, first: string): string =>
       "p99 ms",
       "max ms",
       "CPU %",
-      "µs/timer"
+      "µs/timer",
+      "GC pauses"
     ],
     runs.map((r) => [
       r.impl,
@@ -315,7 +321,8 @@ const spreadTable = (runs: ReadonlyArray<SpreadRun>, first: string): string =>
       fmtInt(r.allHandledMillis),
       ...latenessCells(r.latenessMillis),
       fmtNum(r.cpuPercent, 0),
-      fmtNum(r.cpuMicrosPerTimer, 2)
+      fmtNum(r.cpuMicrosPerTimer, 2),
+      `${r.gcPauses}: ${fmtNum(r.gcMillis)} ms`
     ])
   )
 
@@ -331,7 +338,8 @@ export const formatBurst = (result: BurstResult): string => {
       `CPU per timer ${fmtRatio(tw.cpuMicrosPerTimer, node.cpuMicrosPerTimer)}`,
     "all handled: from the first due instant to the last timer handled (1,000 ms at best). Lateness: handled − due.",
     "schedule ms: scheduling every timer, which must end within the lead (! = it overran: the first timers were late;",
-    "a size that overran is run once more with a longer lead, marked 'again'). CPU: from the first due instant on."
+    "a size that overran is run once more with a longer lead, marked 'again'). CPU and GC pauses (collections, and",
+    "their total pause): from the first due instant on."
   ].join("\n")
 }
 
@@ -397,7 +405,8 @@ export const formatDrain = (result: DrainResult): string => {
         [node.impl, fmtRate(node.timersPerSec), "1"]
       ]
     ),
-    "drain ms: from the end of the stall to the last timer handled; drained/s = handled / drain time."
+    "drain ms: from the end of the stall to the last timer handled; drained/s = handled / drain time. CPU and GC",
+    "pauses: from the end of the stall on."
   ].join("\n")
 }
 

@@ -6,10 +6,14 @@
  * - tickwork's raw engine data structure: `TimerQueue.insert` / `remove` (internal),
  * - raw Node `setTimeout` / `clearTimeout`.
  *
+ * - a baseline of Effect's run loop alone: the same loop of `yield*`, each of an `Effect.sync` that does no timer work.
+ *   It is what any API pays whose operations are effects, and the floor under the first row.
+ *
  * Every implementation schedules the same random delays (10 s .. 70 s, whole millis: ~60k distinct values, so Node
  * keeps ~60k timer lists). Nothing fires during a round; a round that saw a timer fire is flagged.
  */
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import { Actor, ActorSystem, type Scheduler } from "../../src/index.js"
 // The one internal import of the bench: the raw data structure's row.
@@ -18,6 +22,7 @@ import {
   fmtBytes,
   fmtCount,
   fmtInt,
+  fmtNum,
   fmtRate,
   heapAfterGc,
   median,
@@ -76,6 +81,7 @@ interface Impl {
 export const PUBLIC_IMPL = "tickwork scheduleOnce/cancel (public)"
 export const UNSAFE_IMPL = "tickwork unsafeScheduleOnce/unsafeCancel (public)"
 export const NODE_IMPL = "node setTimeout/clearTimeout"
+export const FLOOR_IMPL = "effect run loop alone: yield* Effect.sync ×2"
 
 const nodeTimers = (delays: Int32Array, handles: Array<unknown>): Impl => {
   let fired = 0
@@ -100,6 +106,46 @@ const nodeTimers = (delays: Int32Array, handles: Array<unknown>): Impl => {
     pending: async () => undefined,
     fired: () => fired,
     dispose: async () => {}
+  }
+}
+
+/**
+ * The run loop's share of the first row: the same two loops of `yield*` on a fiber, each of a fresh `Effect.sync` (as
+ * `scheduleOnce` and `cancel` return) whose thunk only stores or clears a handle. No timer is made.
+ */
+const effectFloor = (handles: Array<unknown>): Impl => {
+  const runtime = ManagedRuntime.make(Layer.empty)
+  return {
+    name: FLOOR_IMPL,
+    schedule: (n) =>
+      runtime.runPromise(
+        Effect.gen(function* () {
+          const t0 = performance.now()
+          for (let i = 0; i < n; i++) {
+            const at = i
+            yield* Effect.sync(() => {
+              handles[at] = handles
+            })
+          }
+          return performance.now() - t0
+        })
+      ),
+    cancel: (n) =>
+      runtime.runPromise(
+        Effect.gen(function* () {
+          const t0 = performance.now()
+          for (let i = 0; i < n; i++) {
+            const at = i
+            yield* Effect.sync(() => {
+              handles[at] = null
+            })
+          }
+          return performance.now() - t0
+        })
+      ),
+    pending: async () => undefined,
+    fired: () => 0,
+    dispose: () => runtime.dispose()
   }
 }
 
@@ -247,7 +293,8 @@ export const runEngine = async (options: EngineOptions, log: (line: string) => v
     () => publicScheduler(delays, handles, false),
     () => publicScheduler(delays, handles, true),
     () => rawHeap(delays, handles),
-    () => nodeTimers(delays, handles)
+    () => nodeTimers(delays, handles),
+    () => effectFloor(handles)
   ]
   const rows: Array<EngineRow> = []
   for (const make of makers) {
@@ -319,7 +366,7 @@ export const formatEngine = (result: EngineResult): string => {
     fmtRate(r.scheduleOpsPerSec),
     fmtRate(r.cancelOpsPerSec),
     fmtRate(r.pairsPerSec),
-    fmtBytes(r.bytesPerTimer)
+    r.impl === FLOOR_IMPL ? "-" : fmtBytes(r.bytesPerTimer)
   ])
   const node = new Map(result.rows.filter((r) => r.impl.startsWith("node")).map((r) => [r.pending, r] as const))
   const ratios = result.rows
@@ -330,7 +377,7 @@ export const formatEngine = (result: EngineResult): string => {
         r.impl,
         fmtInt(r.pending),
         base === undefined ? "-" : `${(r.pairsPerSec / base.pairsPerSec).toFixed(2)}x`,
-        base === undefined ? "-" : `${(r.bytesPerTimer / base.bytesPerTimer).toFixed(2)}x`
+        base === undefined || r.impl === FLOOR_IMPL ? "-" : `${(r.bytesPerTimer / base.bytesPerTimer).toFixed(2)}x`
       ]
     })
   const [lo, hi] = result.delayRangeMillis
@@ -338,6 +385,38 @@ export const formatEngine = (result: EngineResult): string => {
     `Engine: schedule + cancel with random delays (${lo / 1000} s .. ${hi / 1000} s), bytes per pending timer`,
     table(["implementation", "pending", "schedule/s", "cancel/s", "sched+cancel/s", "heap/timer"], rows),
     "",
-    table(["vs node setTimeout", "pending", "sched+cancel/s", "heap/timer"], ratios)
+    table(["vs node setTimeout", "pending", "sched+cancel/s", "heap/timer"], ratios),
+    ...effectApiParts(result)
   ].join("\n")
+}
+
+/**
+ * The Effect API's time per pair against its two parts, measured apart in the same run: the run loop alone (two
+ * `yield*` of an `Effect.sync`) and the work itself (the synchronous API). Their sum is the pair's expected time.
+ */
+const effectApiParts = (result: EngineResult): Array<string> => {
+  const at = (impl: string, n: number) => result.rows.find((r) => r.impl === impl && r.pending === n)
+  const micros = (row: EngineRow | undefined) => (row === undefined ? Number.NaN : 1e6 / row.pairsPerSec)
+  const rows = result.rows
+    .filter((r) => r.impl === PUBLIC_IMPL)
+    .map((r) => {
+      const loop = micros(at(FLOOR_IMPL, r.pending))
+      const work = micros(at(UNSAFE_IMPL, r.pending))
+      const node = micros(at(NODE_IMPL, r.pending))
+      return [
+        fmtInt(r.pending),
+        fmtNum(micros(r), 3),
+        fmtNum(loop, 3),
+        fmtNum(work, 3),
+        fmtNum(loop + work, 3),
+        fmtNum(node, 3),
+        `${((100 * loop) / node).toFixed(0)}%`
+      ]
+    })
+  if (rows.length === 0) return []
+  return [
+    "",
+    "µs per schedule+cancel pair: the Effect API against its parts (run loop alone + synchronous API)",
+    table(["pending", "effect API", "run loop", "sync API", "loop + sync", "node", "run loop / node"], rows)
+  ]
 }

@@ -3,6 +3,7 @@
  * plain-text table printer. Bench code reads the real clock on purpose (`performance.now()`).
  */
 import * as os from "node:os"
+import { type PerformanceEntry, PerformanceObserver } from "node:perf_hooks"
 
 /** Forces a full collection (twice: the first pass may leave weak/finalizer work for the second). */
 export const fullGc = (): void => {
@@ -20,15 +21,36 @@ export const heapAfterGc = (): number => {
 
 export const sleep = (millis: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, millis))
 
-/** A window over which CPU time, wall time and event-loop utilization are measured. */
+/** A window over which CPU time, wall time, event-loop utilization and garbage-collection pauses are measured. */
 export interface CpuWindow {
   /** Wall milliseconds since the window opened. */
   readonly wallMillis: () => number
-  /** Closes the window: CPU % of one core (user + system, all threads) and event-loop utilization (0..1). */
-  readonly close: () => { readonly wallMillis: number; readonly cpuPercent: number; readonly elu: number }
+  /**
+   * Closes the window: CPU % of one core (user + system, all threads), event-loop utilization (0..1), and the
+   * collections that started in it (count, and their pauses' total milliseconds).
+   */
+  readonly close: () => {
+    readonly wallMillis: number
+    readonly cpuPercent: number
+    readonly elu: number
+    readonly gcPauses: number
+    readonly gcMillis: number
+  }
+}
+
+/** Every collection's pause since the first window opened (start, duration), as V8 reports them. */
+let gcObserver: PerformanceObserver | undefined
+const gcEntries: Array<{ readonly start: number; readonly millis: number }> = []
+const keepGcEntries = (entries: ReadonlyArray<PerformanceEntry>): void => {
+  for (const entry of entries) gcEntries.push({ start: entry.startTime, millis: entry.duration })
 }
 
 export const openCpuWindow = (): CpuWindow => {
+  if (gcObserver === undefined) {
+    gcObserver = new PerformanceObserver((list) => keepGcEntries(list.getEntries()))
+    gcObserver.observe({ entryTypes: ["gc"] })
+  }
+  const observer = gcObserver
   const t0 = performance.now()
   const cpu0 = process.cpuUsage()
   const elu0 = performance.eventLoopUtilization()
@@ -38,7 +60,16 @@ export const openCpuWindow = (): CpuWindow => {
       const wallMillis = performance.now() - t0
       const cpu = process.cpuUsage(cpu0)
       const elu = performance.eventLoopUtilization(elu0)
-      return { wallMillis, cpuPercent: ((cpu.user + cpu.system) / 1000 / wallMillis) * 100, elu: elu.utilization }
+      // Entries reach the observer's callback later; take the ones still buffered now.
+      keepGcEntries(observer.takeRecords())
+      const inWindow = gcEntries.filter((entry) => entry.start >= t0 && entry.start <= t0 + wallMillis)
+      return {
+        wallMillis,
+        cpuPercent: ((cpu.user + cpu.system) / 1000 / wallMillis) * 100,
+        elu: elu.utilization,
+        gcPauses: inWindow.length,
+        gcMillis: inWindow.reduce((sum, entry) => sum + entry.millis, 0)
+      }
     }
   }
 }
