@@ -32,7 +32,7 @@ import type { FiberRefsCache } from "./fiberRefsCache.js"
 import { EMPTY, Mailbox } from "./mailbox.js"
 import { recordDelivered, recordDropped, recordLateness } from "./metrics.js"
 import { BaseRef, type Delivery } from "./refs.js"
-import { FLAG_FREE, MailboxTick } from "./tick.js"
+import { FLAG_FREE, MAX_QUEUED, MailboxTick } from "./tick.js"
 import type { TimerDriver } from "./timerDriver.js"
 
 /**
@@ -358,7 +358,7 @@ export class ActorCell {
       this.handleNow(tick)
       return undefined
     }
-    if (this.mailbox.offer(tick)) {
+    if (tick.queued < MAX_QUEUED && this.mailbox.offer(tick)) {
       tick.queued++
       this.wake(this.host.driver.firing)
       return undefined

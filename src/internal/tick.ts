@@ -12,17 +12,33 @@ import { TimerEntry } from "./timerDriver.js"
 const FINISHED = 1
 const ACTIVE = 2
 
-/** The lowest bit of `MailboxTick.flags` that subclasses may use. */
+/** The lowest bit of `MailboxTick.flags` that subclasses may use; theirs end below `QUEUED_SHIFT` (two bits). */
 export const FLAG_FREE = 2
 
+/** `queued` is kept in `flags` from this bit up. */
+const QUEUED_SHIFT = 4
+const LOW_BITS = (1 << QUEUED_SHIFT) - 1
+
+/**
+ * The most copies of one tick a mailbox holds: 2^27 - 1, so that the packed count stays a small integer. A tick
+ * offered beyond it is refused as if the mailbox were full.
+ */
+export const MAX_QUEUED = 2 ** (31 - QUEUED_SHIFT) - 1
+
 export abstract class MailboxTick extends TimerEntry {
-  /** Copies of this tick waiting in the mailbox (a fixed-rate backlog queues the same entry several times). */
-  queued = 0
   /**
-   * Small state packed in one field, since a pending timer is mostly its fields: bit 0 is `finished`, bit 1 `active`;
-   * subclasses keep theirs in the bits from `FLAG_FREE` up. One field instead of several saves 8 bytes per boolean.
+   * Small state packed in one field, since a pending timer is mostly its fields: bit 0 is `finished`, bit 1 `active`,
+   * subclasses keep theirs in the two bits from `FLAG_FREE`, and `queued` takes the bits from `QUEUED_SHIFT` up. One
+   * field instead of several saves 8 bytes each.
    */
   protected flags = ACTIVE
+  /** Copies of this tick waiting in the mailbox (a fixed-rate backlog queues the same entry several times). */
+  get queued(): number {
+    return this.flags >>> QUEUED_SHIFT
+  }
+  set queued(count: number) {
+    this.flags = (this.flags & LOW_BITS) | (count << QUEUED_SHIFT)
+  }
   protected hasFlag(flag: number): boolean {
     return (this.flags & flag) !== 0
   }
