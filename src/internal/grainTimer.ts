@@ -7,6 +7,7 @@ import type { TimerInfo } from "../GrainTimers.js"
 import * as QuartzCron from "../QuartzCron.js"
 import { FLAG_FREE, MailboxTick } from "./tick.js"
 import type { TimerDriver } from "./timerDriver.js"
+import { fromEpochOffset, toEpochOffset } from "./timerQueue.js"
 
 /** What a grain timer needs from its activation. */
 export interface TimerOwner {
@@ -37,11 +38,19 @@ export class GrainTimer extends MailboxTick {
     readonly message: unknown,
     readonly trigger: Trigger,
     keepAlive: boolean,
-    /** When the timer was registered; a dormant timer's first due time counts from here. */
-    readonly registeredAt: number
+    registeredAt: number
   ) {
     super()
     if (keepAlive) this.flags |= KEEP_ALIVE
+    this.registeredOffset = toEpochOffset(registeredAt)
+  }
+
+  /** `registeredAt` as a small integer rather than epoch millis, which V8 would box (16 B per timer). */
+  private readonly registeredOffset: number
+
+  /** When the timer was registered; a dormant timer's first due time counts from here. */
+  get registeredAt(): number {
+    return fromEpochOffset(this.registeredOffset)
   }
 
   // Kept in `flags`, above the tick's own bits (`active` among them): a field fewer per timer.

@@ -27,6 +27,20 @@ import { HeapEntry, TimerHeap } from "./timerHeap.js"
  */
 let dueEpoch: number | undefined
 
+/**
+ * Epoch millis as an offset from the due epoch, which the first finite value sets: an int32 for times within ~24 days
+ * of it, which V8 keeps in a field itself; further off, a double (boxed, never wrong). See `QueueEntry.due`.
+ */
+export const toEpochOffset = (millis: number): number => {
+  if (dueEpoch === undefined && Number.isFinite(millis)) dueEpoch = Math.floor(millis)
+  const offset = millis - (dueEpoch ?? 0)
+  // `| 0` makes the int32 V8 keeps in the field; a difference of two doubles would be stored as a double
+  return offset === (offset | 0) ? offset | 0 : offset
+}
+
+/** The epoch millis of an offset made by `toEpochOffset`. */
+export const fromEpochOffset = (offset: number): number => offset + (dueEpoch ?? 0)
+
 /** A timer as the queue sees it. Concrete timer kinds extend this class, so a timer is one allocation. */
 export abstract class QueueEntry {
   /**
@@ -41,13 +55,10 @@ export abstract class QueueEntry {
 
   /** Epoch millis at which the entry is due. */
   get due(): number {
-    return this.dueOffset + (dueEpoch ?? 0)
+    return fromEpochOffset(this.dueOffset)
   }
   set due(value: number) {
-    if (dueEpoch === undefined && Number.isFinite(value)) dueEpoch = Math.floor(value)
-    const offset = value - (dueEpoch ?? 0)
-    // `| 0` makes the int32 V8 keeps in the field; a difference of two doubles would be stored as a double
-    this.dueOffset = offset === (offset | 0) ? offset | 0 : offset
+    this.dueOffset = toEpochOffset(value)
   }
   /** Where the entry waits: its index in its bucket's items × 2 + its level (0 near, 1 far); -1 when not pending. */
   slot = -1

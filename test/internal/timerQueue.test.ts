@@ -364,6 +364,21 @@ describe("QueueEntry.due", () => {
     assert.strictEqual(soon.due, 1_764_547_200_000)
   })
 
+  it("an offset near the epoch is an int32 (kept in the field by V8), and every offset adds back exactly", async () => {
+    vi.resetModules()
+    const fresh = await import("../../src/internal/timerQueue.js")
+    const epoch = 1_764_547_200_000
+    const near = [epoch, epoch + 1, epoch - 1, epoch + 86_400_000, epoch - 86_400_000]
+    for (const millis of near) {
+      const offset = fresh.toEpochOffset(millis)
+      assert.strictEqual(offset, offset | 0, `an int32 for ${millis}`)
+      assert.strictEqual(fresh.fromEpochOffset(offset), millis)
+    }
+    for (const millis of [epoch + 0.5, epoch + 40 * 86_400_000, 0, -5, Number.POSITIVE_INFINITY]) {
+      assert.strictEqual(fresh.fromEpochOffset(fresh.toEpochOffset(millis)), millis, `millis ${millis}`)
+    }
+  })
+
   it("stays exact for random dues around now, whatever due came first in the process", () => {
     FastCheck.assert(
       FastCheck.property(
