@@ -16,6 +16,12 @@ export const EMPTY: unique symbol = Symbol.for("tickwork/Mailbox/empty")
  */
 const INITIAL_SLOTS = 4
 
+/**
+ * An unbounded mailbox's limit: the largest small integer on every V8 build (2^30 - 1). `Infinity` is a double, which
+ * V8 would keep boxed in an object of its own for every mailbox (16 B); no heap holds a billion queued entries anyway.
+ */
+const UNBOUNDED = 2 ** 30 - 1
+
 export class Mailbox {
   /**
    * Made by the first offer to an empty mailbox and dropped when the mailbox empties: an idle actor holds no buffer
@@ -31,20 +37,30 @@ export class Mailbox {
    */
   private system: Array<unknown> | undefined = undefined
 
+  /** The most user entries held: `capacity`, or `UNBOUNDED`. */
+  private readonly limit: number
+
   /** `capacity` bounds user entries; `Infinity` for an unbounded mailbox. */
-  constructor(readonly capacity: number) {}
+  constructor(capacity: number) {
+    this.limit = Math.min(capacity, UNBOUNDED)
+  }
+
+  /** The bound on user entries; `Infinity` for an unbounded mailbox. */
+  get capacity(): number {
+    return this.limit === UNBOUNDED ? Number.POSITIVE_INFINITY : this.limit
+  }
 
   get size(): number {
     return this.length
   }
 
   get isFull(): boolean {
-    return this.length >= this.capacity
+    return this.length >= this.limit
   }
 
   /** Adds a user entry; false when the mailbox is bounded and full. */
   offer(entry: unknown): boolean {
-    if (this.length >= this.capacity) return false
+    if (this.length >= this.limit) return false
     let buffer = this.buffer
     if (buffer === undefined) buffer = this.buffer = new Array(INITIAL_SLOTS)
     else if (this.length === buffer.length) buffer = this.grow(buffer)

@@ -338,4 +338,13 @@ describe("Mailbox memory", () => {
     assert.strictEqual(mailbox.poll(), "after")
     assert.strictEqual(mailbox.poll(), EMPTY)
   })
+
+  it("keeps its bound as a small integer (Infinity would be a boxed double per mailbox) and reports it as given", () => {
+    const limitOf = (mailbox: Mailbox) => (mailbox as unknown as { limit: number }).limit
+    for (const capacity of [0, 1, 40, 1_000_000, Number.POSITIVE_INFINITY]) {
+      const mailbox = new Mailbox(capacity)
+      assert.strictEqual(mailbox.capacity, capacity)
+      assert.strictEqual(limitOf(mailbox), limitOf(mailbox) | 0, `capacity ${capacity}: an int32 limit`)
+    }
+  })
 })
