@@ -115,34 +115,24 @@ const nodeTimers = (delays: Int32Array, handles: Array<unknown>): Impl => {
  */
 const effectFloor = (handles: Array<unknown>): Impl => {
   const runtime = ManagedRuntime.make(Layer.empty)
+  /** n `yield*`, the i-th storing `value` in handle i (a store, not a call: the thunk's code is the same for both). */
+  const loop = (value: unknown) => (n: number) =>
+    runtime.runPromise(
+      Effect.gen(function* () {
+        const t0 = performance.now()
+        for (let i = 0; i < n; i++) {
+          const at = i
+          yield* Effect.sync(() => {
+            handles[at] = value
+          })
+        }
+        return performance.now() - t0
+      })
+    )
   return {
     name: FLOOR_IMPL,
-    schedule: (n) =>
-      runtime.runPromise(
-        Effect.gen(function* () {
-          const t0 = performance.now()
-          for (let i = 0; i < n; i++) {
-            const at = i
-            yield* Effect.sync(() => {
-              handles[at] = handles
-            })
-          }
-          return performance.now() - t0
-        })
-      ),
-    cancel: (n) =>
-      runtime.runPromise(
-        Effect.gen(function* () {
-          const t0 = performance.now()
-          for (let i = 0; i < n; i++) {
-            const at = i
-            yield* Effect.sync(() => {
-              handles[at] = null
-            })
-          }
-          return performance.now() - t0
-        })
-      ),
+    schedule: loop(handles),
+    cancel: loop(null),
     pending: async () => undefined,
     fired: () => 0,
     dispose: () => runtime.dispose()
