@@ -38,19 +38,23 @@ export interface CpuWindow {
   }
 }
 
-/** Every collection's pause since the first window opened (start, duration), as V8 reports them. */
+/**
+ * Collections' pauses (start, duration), as V8 reports them, while a window is open: the observer runs only then, so
+ * that the memory scenario's heap readings do not count its records.
+ */
 let gcObserver: PerformanceObserver | undefined
+let openWindows = 0
 const gcEntries: Array<{ readonly start: number; readonly millis: number }> = []
 const keepGcEntries = (entries: ReadonlyArray<PerformanceEntry>): void => {
   for (const entry of entries) gcEntries.push({ start: entry.startTime, millis: entry.duration })
 }
 
 export const openCpuWindow = (): CpuWindow => {
-  if (gcObserver === undefined) {
+  if (openWindows++ === 0) {
     gcObserver = new PerformanceObserver((list) => keepGcEntries(list.getEntries()))
     gcObserver.observe({ entryTypes: ["gc"] })
   }
-  const observer = gcObserver
+  const observer = gcObserver!
   const t0 = performance.now()
   const cpu0 = process.cpuUsage()
   const elu0 = performance.eventLoopUtilization()
@@ -63,6 +67,10 @@ export const openCpuWindow = (): CpuWindow => {
       // Entries reach the observer's callback later; take the ones still buffered now.
       keepGcEntries(observer.takeRecords())
       const inWindow = gcEntries.filter((entry) => entry.start >= t0 && entry.start <= t0 + wallMillis)
+      if (--openWindows === 0) {
+        observer.disconnect()
+        gcEntries.length = 0
+      }
       return {
         wallMillis,
         cpuPercent: ((cpu.user + cpu.system) / 1000 / wallMillis) * 100,
