@@ -333,7 +333,18 @@ export const engineTargets = (result: EngineResult): Array<TargetRow> => {
       pass: twLargest === undefined ? undefined : twLargest.bytesPerTimer <= 120,
       ...(sized === undefined ? {} : { note: sized })
     },
-    pairsRow("engine: schedule+cancel/s ≥ node (each size)", pairs(tw)),
+    {
+      ...pairsRow("engine: schedule+cancel/s ≥ node (each size)", pairs(tw)),
+      note: `Effect's run loop alone: ${tw
+        .map((r) => {
+          const floor = rows(FLOOR_IMPL).find((f) => f.pending === r.pending)
+          const base = node.find((b) => b.pending === r.pending)
+          return floor === undefined || base === undefined
+            ? "-"
+            : `${((100 * base.pairsPerSec) / floor.pairsPerSec).toFixed(0)}%`
+        })
+        .join(" ")} of node's pair`
+    },
     pairsRow("engine: schedule+cancel/s ≥ node (each size), synchronous API", pairs(rows(UNSAFE_IMPL)))
   ]
 }
