@@ -363,11 +363,14 @@ export class ActorCell {
       this.wake(this.host.driver.firing)
       return undefined
     }
+    const why = this.mailbox.isFull
+      ? `mailbox full (capacity ${this.mailbox.capacity})`
+      : `${MAX_QUEUED} copies of it already queued`
     recordDropped("mailbox_full")
     tick.undeliverable()
-    return Effect.logWarning(
-      `tick dropped: mailbox full (capacity ${this.mailbox.capacity}); the timer keeps firing`
-    ).pipe(Effect.annotateLogs({ actor: this.path, timer_kind: tick.kind }))
+    return Effect.logWarning(`tick dropped: ${why}; the timer keeps firing`).pipe(
+      Effect.annotateLogs({ actor: this.path, timer_kind: tick.kind })
+    )
   }
 
   /**
