@@ -32,7 +32,7 @@ import type { FiberRefsCache } from "./fiberRefsCache.js"
 import { EMPTY, Mailbox } from "./mailbox.js"
 import { recordDelivered, recordDropped, recordLateness } from "./metrics.js"
 import { BaseRef, type Delivery } from "./refs.js"
-import { FLAG_FREE, MAX_QUEUED, MailboxTick } from "./tick.js"
+import { MailboxTick } from "./tick.js"
 import type { TimerDriver } from "./timerDriver.js"
 
 /**
@@ -133,13 +133,12 @@ export class ActorTimer extends MailboxTick {
     schedule: Schedule.Schedule<unknown> | undefined
   ) {
     super()
-    // flags: the two bits from FLAG_FREE are the mode
-    this.flags |= mode << FLAG_FREE
+    this.ownBits = mode
     this.scheduled = schedule === undefined ? undefined : { schedule, state: schedule.initial }
   }
 
   get mode(): Mode {
-    return (this.flags >> FLAG_FREE) & 3
+    return this.ownBits
   }
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
@@ -358,27 +357,24 @@ export class ActorCell {
       this.handleNow(tick)
       return undefined
     }
-    if (tick.queued < MAX_QUEUED && this.mailbox.offer(tick)) {
+    if (this.mailbox.offer(tick)) {
       tick.queued++
       this.wake(this.host.driver.firing)
       return undefined
     }
-    const why = this.mailbox.isFull
-      ? `mailbox full (capacity ${this.mailbox.capacity})`
-      : `${MAX_QUEUED} copies of it already queued`
     recordDropped("mailbox_full")
     tick.undeliverable()
-    return Effect.logWarning(`tick dropped: ${why}; the timer keeps firing`).pipe(
-      Effect.annotateLogs({ actor: this.path, timer_kind: tick.kind })
-    )
+    return Effect.logWarning(
+      `tick dropped: mailbox full (capacity ${this.mailbox.capacity}); the timer keeps firing`
+    ).pipe(Effect.annotateLogs({ actor: this.path, timer_kind: tick.kind }))
   }
 
   /**
    * Running (so started, by a drain), with no drain queued or running, and so nothing queued: a tick may be handled at
-   * once. The mailbox is not read: whatever is queued for a running actor claims a drain
-   * (`wake`), and a drain lets go (`endDrain`) only when it found the mailbox empty; `handleNow` keeps the claim when its
-   * handler queued something. Reading it cost a cache miss per tick (the mailbox is an object of its own): 20k actors ×
-   * 50 ms went from ~0.95 to ~0.86 µs per tick with its system lane kept in a field, and to ~0.82 without reading it.
+   * once. The mailbox is not read: whatever is queued for a running actor claims a drain (`wake`), and a drain lets go
+   * (`endDrain`) only when it found the mailbox empty; `handleNow` keeps the claim when its handler queued something.
+   * Reading it cost a cache miss per tick (the mailbox is an object of its own): 20k actors × 50 ms went from ~0.95 to
+   * ~0.86 µs per tick with its system lane kept in a field, and to ~0.82 without reading it.
    */
   private isIdle(): boolean {
     return !this.hasFlag(Flag.Draining) && this.status === Status.Running

@@ -544,7 +544,7 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
     })
   }
 
-  /** The incarnation's actor has terminated (or its spawn failed): forget it, and wake the next one if messages wait. */
+  /** The incarnation's actor has terminated (or its spawn failed): forget it; wake the next one if messages wait. */
   ended(entry: Entry): void {
     if (this.entries.get(entry.id) === entry) this.entries.delete(entry.id)
     entry.release()

@@ -175,8 +175,9 @@ class Activation extends TimerBook<string, GrainTimer> implements TimerOwner {
     if (entry === PASSIVATE) {
       const idle = this.passivation._tag === "Idle" ? this.passivation.timeoutMillis : Number.POSITIVE_INFINITY
       // An active keep-alive timer keeps the grain available for its ticks.
-      const keptAlive = this.timerList().some((timer) => timer.keepAlive)
-      return !keptAlive && this.driver.now() - this.cell!.lastActivity >= idle ? this.deactivate() : Effect.void
+      return !this.holdsKeepAlive && this.driver.now() - this.cell!.lastActivity >= idle
+        ? this.deactivate()
+        : Effect.void
     }
     const envelope = entry as GrainEnvelope
     return this.process(envelope.message, envelope.reply, envelope.asked, false)
@@ -271,12 +272,16 @@ class Activation extends TimerBook<string, GrainTimer> implements TimerOwner {
 
   // ---------------------------------------------------------------- timers
 
+  /** Whether one of the activation's timers is a keep-alive one. */
+  private get holdsKeepAlive(): boolean {
+    return this.timerList().some((timer) => timer.keepAlive)
+  }
+
   /** Tells the registry's hook when the activation starts or stops holding a keep-alive timer. */
   private keepAliveCheck(): void {
     const hook = this.registry.hooks.keepAliveChanged
     if (hook === undefined) return
-    let held = false
-    for (const timer of this.timerList()) if (timer.keepAlive) held = true
+    const held = this.holdsKeepAlive
     if (held !== this.keptAlive) {
       this.keptAlive = held
       hook(this.identity, held)

@@ -17,10 +17,13 @@ export const EMPTY: unique symbol = Symbol.for("tickwork/Mailbox/empty")
 const INITIAL_SLOTS = 4
 
 /**
- * An unbounded mailbox's limit: the largest small integer on every V8 build (2^30 - 1). `Infinity` is a double, which
- * V8 would keep boxed in an object of its own for every mailbox (16 B); no heap holds a billion queued entries anyway.
+ * The most user entries any mailbox holds, an unbounded one included (a larger capacity means this): 2^27 - 1. A fast
+ * array cannot hold more anyway (V8 stops with a fatal "invalid size" error growing one past ~2^27 elements). It keeps
+ * the limit a small integer (`Infinity` is a double, which V8 boxes in an object of its own per mailbox, 16 B), and a
+ * tick's count of copies waiting in its mailbox (`MailboxTick.queued`) never exceeds it, so the count fits in the bits
+ * it is packed in.
  */
-const UNBOUNDED = 2 ** 30 - 1
+export const MAX_ENTRIES = 2 ** 27 - 1
 
 export class Mailbox {
   /**
@@ -37,17 +40,17 @@ export class Mailbox {
    */
   private system: Array<unknown> | undefined = undefined
 
-  /** The most user entries held: `capacity`, or `UNBOUNDED`. */
+  /** The most user entries held: `capacity`, at most `MAX_ENTRIES`. */
   private readonly limit: number
 
   /** `capacity` bounds user entries; `Infinity` for an unbounded mailbox. */
   constructor(capacity: number) {
-    this.limit = Math.min(capacity, UNBOUNDED)
+    this.limit = Math.min(capacity, MAX_ENTRIES)
   }
 
-  /** The bound on user entries; `Infinity` for an unbounded mailbox. */
+  /** The bound on user entries; `Infinity` for an unbounded mailbox (or a capacity of `MAX_ENTRIES` and up). */
   get capacity(): number {
-    return this.limit === UNBOUNDED ? Number.POSITIVE_INFINITY : this.limit
+    return this.limit === MAX_ENTRIES ? Number.POSITIVE_INFINITY : this.limit
   }
 
   get size(): number {

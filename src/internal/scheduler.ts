@@ -8,7 +8,7 @@ import type { ActorRef } from "../ActorRef.js"
 import type { Cancellable } from "../Scheduler.js"
 import { CellRef } from "./actorCell.js"
 import { flushMetrics, recordDelivered, recordLateness } from "./metrics.js"
-import { FLAG_FREE, MailboxTick } from "./tick.js"
+import { MailboxTick } from "./tick.js"
 import { type TimerDriver, TimerEntry } from "./timerDriver.js"
 
 enum State {
@@ -67,12 +67,12 @@ export class ScheduledMessage extends MailboxTick implements Cancellable, Settli
   get kind() {
     return "scheduler_message" as const
   }
-  /** Kept in `flags`, two bits above the tick's own. */
+  /** Kept in the tick's `flags` (`ownBits`). */
   get state(): State {
-    return (this.flags >> FLAG_FREE) & 3
+    return this.ownBits
   }
   set state(state: State) {
-    this.flags = (this.flags & ~(3 << FLAG_FREE)) | (state << FLAG_FREE)
+    this.ownBits = state
   }
 
   /** The rarer parts in one field, absent for a plain one-shot: a pending one-shot is 8 fields. */

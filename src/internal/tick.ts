@@ -12,24 +12,22 @@ import { TimerEntry } from "./timerDriver.js"
 const FINISHED = 1
 const ACTIVE = 2
 
-/** The lowest bit of `MailboxTick.flags` that subclasses may use; theirs end below `QUEUED_SHIFT` (two bits). */
+/** The lowest of the two bits of `MailboxTick.flags` that belong to the timer kind (`ownBits`). */
 export const FLAG_FREE = 2
-
-/** `queued` is kept in `flags` from this bit up. */
-const QUEUED_SHIFT = 4
-const LOW_BITS = (1 << QUEUED_SHIFT) - 1
+const OWN_MASK = 3 << FLAG_FREE
 
 /**
- * The most copies of one tick a mailbox holds: 2^27 - 1, so that the packed count stays a small integer. A tick
- * offered beyond it is refused as if the mailbox were full.
+ * `queued` is kept in `flags` from this bit up. The count never exceeds the entries of one mailbox, at most
+ * `MAX_ENTRIES` (2^27 - 1), so the packed field stays a positive small integer.
  */
-export const MAX_QUEUED = 2 ** (31 - QUEUED_SHIFT) - 1
+const QUEUED_SHIFT = 4
+const LOW_BITS = (1 << QUEUED_SHIFT) - 1
 
 export abstract class MailboxTick extends TimerEntry {
   /**
    * Small state packed in one field, since a pending timer is mostly its fields: bit 0 is `finished`, bit 1 `active`,
-   * subclasses keep theirs in the two bits from `FLAG_FREE`, and `queued` takes the bits from `QUEUED_SHIFT` up. One
-   * field instead of several saves 8 bytes each.
+   * the timer kind keeps its own in the two bits from `FLAG_FREE`, and `queued` takes the bits from `QUEUED_SHIFT`
+   * up. One field instead of several saves 8 bytes each.
    */
   protected flags = ACTIVE
   /** Copies of this tick waiting in the mailbox (a fixed-rate backlog queues the same entry several times). */
@@ -44,6 +42,13 @@ export abstract class MailboxTick extends TimerEntry {
   }
   protected setFlag(flag: number, on: boolean): void {
     this.flags = on ? this.flags | flag : this.flags & ~flag
+  }
+  /** The two bits from `FLAG_FREE`: a small state of the timer kind's own (a scheduler entry's state, a mode). */
+  protected get ownBits(): number {
+    return (this.flags & OWN_MASK) >> FLAG_FREE
+  }
+  protected set ownBits(bits: number) {
+    this.flags = (this.flags & ~OWN_MASK) | ((bits << FLAG_FREE) & OWN_MASK)
   }
   /** No further firing is planned: the entry is done once its queued copies are handled or dropped. */
   get finished(): boolean {

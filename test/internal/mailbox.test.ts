@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck } from "effect"
-import { EMPTY, Mailbox } from "../../src/internal/mailbox.js"
+import { EMPTY, MAX_ENTRIES, Mailbox } from "../../src/internal/mailbox.js"
 
 /** A cheap assertion for hot loops: chai's `assert` costs too much to call hundreds of thousands of times. */
 const check = (ok: boolean, message: () => string): void => {
@@ -345,6 +345,12 @@ describe("Mailbox memory", () => {
       const mailbox = new Mailbox(capacity)
       assert.strictEqual(mailbox.capacity, capacity)
       assert.strictEqual(limitOf(mailbox), limitOf(mailbox) | 0, `capacity ${capacity}: an int32 limit`)
+    }
+    // No mailbox holds more than MAX_ENTRIES: a capacity of it and up is unbounded.
+    for (const capacity of [MAX_ENTRIES, 2 ** 28]) {
+      const mailbox = new Mailbox(capacity)
+      assert.strictEqual(mailbox.capacity, Number.POSITIVE_INFINITY)
+      assert.strictEqual(limitOf(mailbox), MAX_ENTRIES)
     }
   })
 })
