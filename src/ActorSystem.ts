@@ -167,6 +167,13 @@ export interface Stats {
   readonly timers: number
   /** Entries in the timer engine. */
   readonly engineEntries: number
+  /**
+   * True while the timer engine's driver fiber runs: from the layer's build until shutdown. Should it ever end
+   * otherwise, the system logs it at error level and starts it again with every pending timer kept.
+   */
+  readonly engineRunning: boolean
+  /** Times the engine was started again after its driver fiber ended other than by shutdown (0 in a healthy system). */
+  readonly engineRestarts: number
   /** Messages published as dead letters since start. */
   readonly deadLetters: number
 }

@@ -42,8 +42,9 @@ export class DeadLetter extends Data.TaggedClass("DeadLetter")<{
 }> {}
 
 /**
- * A system-scheduler function task failed (typed error or defect). It is also logged at error level; a repeating
- * task keeps its schedule. Message schedules never publish this: the target's supervision owns those failures.
+ * A system-scheduler entry failed: a function task failed (typed error or defect), or delivering a scheduled message
+ * threw (a custom `ActorRef` whose `unsafeTell` throws). It is also logged at error level; a repeating schedule keeps
+ * its schedule. A message handler's failure is never published here: the target's supervision owns it.
  *
  * @example
  * ```ts
@@ -66,6 +67,10 @@ export class DeadLetter extends Data.TaggedClass("DeadLetter")<{
  */
 export class SchedulerError extends Data.TaggedClass("SchedulerError")<{
   readonly cause: Cause.Cause<unknown>
+  /** The schedule's reference, when it was made under one. */
+  readonly reference?: string | undefined
+  /** The path of a message schedule's target. */
+  readonly target?: string | undefined
 }> {}
 
 /**

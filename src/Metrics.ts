@@ -56,6 +56,52 @@ export const activeTimers = (system: string): Metric.Metric.Gauge<number> =>
   ) as Metric.Metric.Gauge<number>
 
 /**
+ * Timers whose firing threw or failed, by timer kind (`timer_kind`, a `TimerKind`). Each fault is caught at the timer
+ * that caused it and logged at error level; the engine and every other timer go on (see docs/reliability.md).
+ *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Metrics } from "tickwork"
+ *
+ * const faults = Metric.value(Metrics.timerFaults("scheduler_message")).pipe(Effect.map((state) => state.count))
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const timerFaults = (kind: string): Metric.Metric.Counter<number> =>
+  Metric.fromMetricKey(
+    MetricKey.counter("tickwork_timer_faults_total", {
+      description: "timers whose firing threw or failed",
+      incremental: true
+    }).pipe(MetricKey.tagged("timer_kind", kind))
+  ) as Metric.Metric.Counter<number>
+
+/**
+ * Restarts of a system's timer engine after its driver fiber ended other than by shutdown (a gauge would hide them:
+ * a counter tagged `system`). Every pending timer is kept across a restart.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Metrics } from "tickwork"
+ *
+ * const restarts = Metric.value(Metrics.engineRestarts("app")).pipe(Effect.map((state) => state.count))
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const engineRestarts = (system: string): Metric.Metric.Counter<number> =>
+  Metric.fromMetricKey(
+    MetricKey.counter("tickwork_engine_restarts_total", {
+      description: "timer engine restarts after its driver fiber died",
+      incremental: true
+    }).pipe(MetricKey.tagged("system", system))
+  ) as Metric.Metric.Counter<number>
+
+/**
  * Ticks handed to their handler, by timer kind.
  *
  * @example

@@ -378,6 +378,8 @@ describe("ActorSystem", () => {
         fibers: 0,
         timers: 0,
         engineEntries: 0,
+        engineRunning: false,
+        engineRestarts: 0,
         deadLetters: (yield* system.stats).deadLetters
       })
       const late = yield* Effect.flip(system.spawn(Leaf("late"), "late"))

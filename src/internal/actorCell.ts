@@ -33,7 +33,7 @@ import { EMPTY, Mailbox } from "./mailbox.js"
 import { recordDelivered, recordDropped, recordLateness } from "./metrics.js"
 import { BaseRef, type Delivery } from "./refs.js"
 import { MailboxTick } from "./tick.js"
-import type { TimerDriver } from "./timerDriver.js"
+import type { TimerDriver, TimerLabel } from "./timerDriver.js"
 
 /**
  * The timers a runtime built on an actor keeps for one incarnation (an entity's, a Spot's). Registered on the cell, it
@@ -141,6 +141,10 @@ export class ActorTimer extends MailboxTick {
     return this.ownBits
   }
 
+  override label(): TimerLabel {
+    return { kind: this.kind, key: this.key, owner: this.cell.path }
+  }
+
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
     const due = this.due
     switch (this.mode) {
@@ -211,6 +215,10 @@ class ReceiveTimeout extends MailboxTick {
     const due = this.due
     driver.schedule(this, now + this.timeout)
     return this.cell.offerTick(this, due, now)
+  }
+
+  override label(): TimerLabel {
+    return { kind: this.kind, key: undefined, owner: this.cell.path }
   }
 
   accept(): boolean {
@@ -514,6 +522,31 @@ export class ActorCell {
     return Effect.zipRight(Effect.logError("actor drain failed; stopping the actor", cause), this.terminate(true, true))
   }
 
+  /**
+   * The dispatcher caught a throw that escaped this actor's drain machinery: stop the actor as an internal defect, and
+   * when even that fails, take it out of the system without its hooks, so that nothing waits for it forever.
+   */
+  abandon(cause: Cause.Cause<unknown>): Effect.Effect<void> {
+    this.fiber = undefined
+    return Effect.catchAllCause(this.internalDefect(cause), (again) =>
+      Cause.isInterruptedOnly(again)
+        ? Effect.failCause(again)
+        : Effect.zipRight(
+            Effect.logError("the actor's stop sequence failed too; it is removed without its hooks", again),
+            Effect.sync(() => this.removeNow())
+          )
+    )
+  }
+
+  /** The last resort of `abandon`: terminated, its timers cancelled, gone from its parent and the system. */
+  private removeNow(): void {
+    this.status = Status.Terminated
+    this.cancelTimers()
+    this.parent?.children?.delete(this.name)
+    this.host.terminated(this)
+    if (this.done !== undefined) Deferred.unsafeDone(this.done, Effect.void)
+  }
+
   private endDrain(): undefined {
     this.setFlag(Flag.Draining, false)
     this.fiber = undefined
@@ -600,6 +633,7 @@ export class ActorCell {
       // A handler that throws instead of returning an effect fails like a defect, so supervision sees it.
       effect = Effect.die(defect)
     }
+    if (effect == null) effect = notAnEffect("receive", effect)
     if (logContext === undefined) return effect
     return Effect.locally(
       effect,
@@ -848,11 +882,16 @@ export class ActorCell {
  */
 const attempt = (handler: () => Effect.Effect<unknown, unknown, any>): Effect.Effect<unknown, unknown> => {
   try {
-    return handler() as Effect.Effect<unknown, unknown>
+    const effect = handler() as Effect.Effect<unknown, unknown>
+    return effect == null ? notAnEffect("a lifecycle hook", effect) : effect
   } catch (defect) {
     return Effect.die(defect)
   }
 }
+
+/** A handler returned nothing (a JavaScript caller's `return` forgotten): a defect, so supervision sees it. */
+const notAnEffect = (handler: string, value: unknown): Effect.Effect<never> =>
+  Effect.die(new TypeError(`${handler} returned ${value} instead of an Effect`))
 
 /** Runs a lifecycle hook; its failure is logged, never propagated (interruption excepted). */
 const guard = (hook: () => Effect.Effect<void, never, any>, name: string): Effect.Effect<void> =>

@@ -2,7 +2,7 @@
  * The ActorSystem implementation: it owns the timer driver, the actor cells, the scheduler's entries and the event
  * stream, and it is the `CellHost` and `SchedulerHost` they call back into.
  */
-import type * as Cause from "effect/Cause"
+import * as Cause from "effect/Cause"
 import type * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -10,6 +10,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
@@ -17,6 +18,7 @@ import * as FiberRefs from "effect/FiberRefs"
 import * as List from "effect/List"
 import type * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
 import type { Actor } from "../Actor.js"
 import type { ActorRef } from "../ActorRef.js"
@@ -30,11 +32,18 @@ import {
   type Stats
 } from "../ActorSystem.js"
 import { DeadLetter, SchedulerError } from "../EventStream.js"
-import { activeTimers } from "../Metrics.js"
+import { activeTimers, engineRestarts, timerFaults } from "../Metrics.js"
 import * as QuartzCron from "../QuartzCron.js"
 import type { Cancellable, CronOptions, Scheduler } from "../Scheduler.js"
 import * as Supervision from "../Supervision.js"
-import { type InvalidTimerDelay, type InvalidTimerInterval, ScheduledReferenceNotFound } from "../TimerError.js"
+import {
+  InvalidCronExpression,
+  type InvalidTimerDelay,
+  type InvalidTimerInterval,
+  type InvalidTimerReference,
+  type InvalidTimerTarget,
+  ScheduledReferenceNotFound
+} from "../TimerError.js"
 import { ActorCell, type CellHost } from "./actorCell.js"
 import { Dispatcher } from "./dispatcher.js"
 import { delayMillis, intervalMillis } from "./duration.js"
@@ -43,7 +52,8 @@ import { FiberRefsCache } from "./fiberRefsCache.js"
 import { isolated, withoutParentSpan } from "./logContext.js"
 import { type Delivery, FunctionRef } from "./refs.js"
 import { alreadyCancelled, cancelNow, ScheduledFunction, ScheduledMessage, type SchedulerHost } from "./scheduler.js"
-import { TimerDriver } from "./timerDriver.js"
+import { TimerDriver, type TimerEntry, type TimerLabel } from "./timerDriver.js"
+import { checkRef, checkReference, checkTask, describeValue, firstInstant } from "./validate.js"
 
 const NO_TAGS: ReadonlyArray<MetricLabel.MetricLabel> = []
 
@@ -70,6 +80,9 @@ export const spawnOwned = <M, S, E, R>(
     ? Effect.dieMessage("spawnOwned: not a tickwork ActorSystem service")
     : impl.spawnCell(actor, name, undefined, owner, spawner)
 }
+
+/** The implementation behind a service (for the testkit and tests that must reach the engine itself). */
+export const systemOf = (system: ActorSystemService): SystemImpl | undefined => systems.get(system)
 
 /**
  * True when `b` holds the very value stacks of `a`, ref for ref. A fiber's `getFiberRefs` makes a new FiberRefs object
@@ -102,7 +115,8 @@ export class SystemImpl implements CellHost, SchedulerHost {
   private readonly byReference = new Map<string, ScheduledMessage>()
   private readonly fibers = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
   private readonly shutdownDone = Deferred.unsafeMake<void>(FiberId.none)
-  private driverFiber: Fiber.RuntimeFiber<never> | undefined = undefined
+  /** The timer driver's fiber while it runs. */
+  driverFiber: Fiber.RuntimeFiber<never> | undefined = undefined
   private anonymous = 0
   private deadLetterCount = 0
   private terminating = false
@@ -117,7 +131,8 @@ export class SystemImpl implements CellHost, SchedulerHost {
     this.driver = new TimerDriver(
       clock,
       (size) => gauge.unsafeUpdate(size, NO_TAGS),
-      () => this.dispatcher.flushTurn()
+      () => this.dispatcher.flushTurn(),
+      (entry, cause) => this.timerFaulted(entry, cause)
     )
     this.throughput = options.throughput ?? 64
     this.askTimeoutMillis = millisOf(options.askTimeout, 5_000)
@@ -146,9 +161,72 @@ export class SystemImpl implements CellHost, SchedulerHost {
   }
 
   start(): Effect.Effect<void> {
-    return Effect.map(Effect.forkIn(isolated(this.driver.run), this.scope), (fiber) => {
-      this.driverFiber = fiber
+    return Effect.flatMap(Effect.runtime<never>(), (runtime) => {
+      this.runtime = runtime
+      return this.startDriver
     })
+  }
+
+  /** The runtime the system was built in: what a restart of the driver, and a dead-letter log line, run with. */
+  private runtime: Runtime.Runtime<never> | undefined = undefined
+  private driverRestarts = 0
+
+  private readonly startDriver: Effect.Effect<void> = Effect.suspend(() =>
+    Effect.map(Effect.forkIn(isolated(this.driver.run), this.scope), (fiber) => {
+      this.driverFiber = fiber
+      fiber.addObserver((exit) => this.driverEnded(fiber, exit))
+    })
+  )
+
+  /**
+   * The driver fiber ended, which it never does on its own: unless the system is shutting down, that is loud (an
+   * error log line, a metric) and the driver starts again from the queue as it is, so every pending timer is kept.
+   */
+  private driverEnded(fiber: Fiber.RuntimeFiber<never>, exit: Exit.Exit<never>): void {
+    if (this.terminating || this.driverFiber !== fiber || this.runtime === undefined) return
+    this.driverFiber = undefined
+    this.driverRestarts++
+    engineRestarts(this.name).unsafeUpdate(1, NO_TAGS)
+    const pending = this.driver.size
+    const cause = Exit.isFailure(exit) ? exit.cause : Cause.empty
+    Runtime.runFork(this.runtime)(
+      Effect.logError(
+        `the timer engine of system ${this.name} stopped unexpectedly; restarting it with its ${pending} pending timers`,
+        cause
+      ).pipe(
+        Effect.annotateLogs({ system: this.name, engine_restarts: this.driverRestarts }),
+        Effect.zipRight(this.startDriver)
+      )
+    )
+  }
+
+  /**
+   * One timer's firing threw or failed: logged with its kind and key, counted, and published as `SchedulerError` for a
+   * system-scheduler entry. The driver has abandoned it if it was not re-armed; everything else goes on.
+   */
+  private timerFaulted(entry: TimerEntry, cause: Cause.Cause<unknown>): Effect.Effect<void> {
+    let label: TimerLabel
+    try {
+      label = entry.label()
+    } catch {
+      label = { kind: "timer", key: undefined, owner: undefined }
+    }
+    timerFaults(label.kind).unsafeUpdate(1, NO_TAGS)
+    const scheduled = entry instanceof ScheduledMessage || entry instanceof ScheduledFunction
+    const after = entry.isPending ? "it keeps its schedule" : "it will not fire again"
+    const annotations: Record<string, unknown> = { system: this.name, timer_kind: label.kind }
+    if (label.key !== undefined) annotations.timer_key = label.key
+    if (label.owner !== undefined) annotations.owner = label.owner
+    const logged = Effect.logError(`a ${label.kind} timer faulted while firing; ${after}`, cause).pipe(
+      Effect.annotateLogs(annotations)
+    )
+    if (!scheduled) return logged
+    return Effect.zipRight(
+      logged,
+      Effect.sync(() =>
+        this.eventStream.unsafePublish(new SchedulerError({ cause, reference: label.key, target: label.owner }))
+      )
+    )
   }
 
   // ---------------------------------------------------------------- actors
@@ -245,15 +323,24 @@ export class SystemImpl implements CellHost, SchedulerHost {
   // ---------------------------------------------------------------- scheduler
 
   private makeScheduler(): Scheduler {
+    /** The delay and the refs of a message schedule, checked: the millis, or the typed error to fail with. */
+    const checkMessage = (
+      delay: Duration.DurationInput,
+      target: unknown,
+      sender: unknown
+    ): Either.Either<number, InvalidTimerDelay | InvalidTimerTarget> => {
+      const bad = checkRef(target, "target") ?? (sender === undefined ? undefined : checkRef(sender, "sender"))
+      return bad === undefined ? delayMillis(delay) : Either.left(bad)
+    }
     const message = (
       delay: Duration.DurationInput,
       interval: number,
       target: ActorRef<any>,
       msg: unknown,
       sender: ActorRef<any> | undefined
-    ): Effect.Effect<Cancellable, InvalidTimerDelay> => {
+    ): Effect.Effect<Cancellable, InvalidTimerDelay | InvalidTimerTarget> => {
       // The input is a value: it is checked when the effect is made, and the effect itself is one `sync`.
-      const millis = delayMillis(delay)
+      const millis = checkMessage(delay, target, sender)
       if (Either.isLeft(millis)) return Effect.fail(millis.left)
       return Effect.sync(() => armMessage(millis.right, interval, target, msg, sender))
     }
@@ -270,48 +357,77 @@ export class SystemImpl implements CellHost, SchedulerHost {
             new ScheduledMessage(this, target, msg, sender, interval > 0 ? (due) => due + interval : undefined),
             millis
           )
-    const task = <E, R>(delay: Duration.DurationInput, interval: number, effect: Effect.Effect<unknown, E, R>) =>
-      Effect.flatMap(Effect.context<R>(), (context) =>
-        Either.map(delayMillis(delay), (millis) =>
-          this.terminating
-            ? alreadyCancelled
-            : this.arm(
-                new ScheduledFunction(
-                  this,
-                  isolated(effect).pipe(Effect.provide(withoutParentSpan(context))) as Effect.Effect<unknown, unknown>,
-                  interval
-                ),
-                millis
-              )
-        )
+    const task = <E, R>(
+      delay: Duration.DurationInput,
+      interval: number,
+      effect: Effect.Effect<unknown, E, R>
+    ): Effect.Effect<Cancellable, InvalidTimerDelay | InvalidTimerTarget, R> =>
+      Effect.flatMap(
+        Effect.context<R>(),
+        (context): Either.Either<Cancellable, InvalidTimerDelay | InvalidTimerTarget> => {
+          const bad = checkTask(effect)
+          if (bad !== undefined) return Either.left(bad)
+          return Either.map(delayMillis(delay), (millis) =>
+            this.terminating
+              ? alreadyCancelled
+              : this.arm(
+                  new ScheduledFunction(
+                    this,
+                    isolated(effect).pipe(Effect.provide(withoutParentSpan(context))) as Effect.Effect<
+                      unknown,
+                      unknown
+                    >,
+                    interval
+                  ),
+                  millis
+                )
+          )
+        }
       )
-    const cron = (target: ActorRef<any>, msg: unknown, expression: string, options: CronOptions = {}) =>
-      Effect.suspend(() =>
-        Either.map(
-          QuartzCron.parse(expression, options.timeZone === undefined ? undefined : { timeZone: options.timeZone }),
-          (parsed): Cancellable => {
-            if (this.terminating) return alreadyCancelled
-            const reference = options.reference
-            if (reference !== undefined) {
-              const previous = this.byReference.get(reference)
-              if (previous !== undefined) cancelNow(previous)
-            }
-            const entry = new ScheduledMessage(
-              this,
-              target,
-              msg,
-              options.sender,
-              (due, now) => Option.getOrUndefined(QuartzCron.next(parsed, Math.max(due, now))),
-              reference
+    const cron = (
+      target: ActorRef<any>,
+      msg: unknown,
+      expression: string,
+      options: CronOptions = {}
+    ): Effect.Effect<Cancellable, InvalidCronExpression | InvalidTimerTarget | InvalidTimerReference> =>
+      Effect.suspend(
+        (): Either.Either<Cancellable, InvalidCronExpression | InvalidTimerTarget | InvalidTimerReference> => {
+          const bad =
+            checkRef(target, "target") ??
+            (options.sender === undefined ? undefined : checkRef(options.sender, "sender")) ??
+            (options.reference === undefined ? undefined : checkReference(options.reference))
+          if (bad !== undefined) return Either.left(bad)
+          if (typeof expression !== "string") {
+            return Either.left(
+              new InvalidCronExpression({ expression: describeValue(expression), reason: "must be a string" })
             )
-            const first = Option.getOrUndefined(QuartzCron.next(parsed, this.driver.now()))
-            if (first === undefined) return alreadyCancelled
-            if (reference !== undefined) this.byReference.set(reference, entry)
-            this.pendingSchedules++
-            this.driver.schedule(entry, first)
-            return entry
           }
-        )
+          const parsed = QuartzCron.parse(
+            expression,
+            options.timeZone === undefined ? undefined : { timeZone: options.timeZone }
+          )
+          if (Either.isLeft(parsed)) return Either.left(parsed.left)
+          const first = firstInstant(parsed.right, expression, this.driver.now())
+          if (Either.isLeft(first)) return Either.left(first.left)
+          if (this.terminating) return Either.right(alreadyCancelled)
+          const reference = options.reference
+          if (reference !== undefined) {
+            const previous = this.byReference.get(reference)
+            if (previous !== undefined) cancelNow(previous)
+          }
+          const entry = new ScheduledMessage(
+            this,
+            target,
+            msg,
+            options.sender,
+            (due, now) => Option.getOrUndefined(QuartzCron.next(parsed.right, Math.max(due, now))),
+            reference
+          )
+          if (reference !== undefined) this.byReference.set(reference, entry)
+          this.pendingSchedules++
+          this.driver.schedule(entry, first.right)
+          return Either.right(entry)
+        }
       )
     return {
       scheduleWithCron: cron,
@@ -323,14 +439,15 @@ export class SystemImpl implements CellHost, SchedulerHost {
         }),
       scheduleOnce: (delay, target, msg, sender) => message(delay, 0, target, msg, sender),
       unsafeScheduleOnce: (delay, target, msg, sender) => {
-        const millis = delayMillis(delay)
+        const millis = checkMessage(delay, target, sender)
         if (Either.isLeft(millis)) throw millis.left
         return armMessage(millis.right, 0, target, msg, sender)
       },
       scheduleOnceFunction: (delay, effect) => task(delay, 0, effect),
       scheduleAtFixedRate: (initialDelay, interval, target, msg, sender) =>
         Either.match(intervalMillis(interval), {
-          onLeft: (error): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay> => Effect.fail(error),
+          onLeft: (error): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay | InvalidTimerTarget> =>
+            Effect.fail(error),
           onRight: (every) => message(initialDelay, every, target, msg, sender)
         }),
       scheduleAtFixedRateFunction: (initialDelay, interval, effect) =>
@@ -374,12 +491,14 @@ export class SystemImpl implements CellHost, SchedulerHost {
       if (cell.fiber !== undefined) drains++
       timers += cell.timerCount
     }
+    const engineRunning = this.driverFiber !== undefined && this.driverFiber.unsafePoll() === null
     return {
       actors: this.cells.size,
-      fibers:
-        drains + this.fibers.size + (this.driverFiber !== undefined && this.driverFiber.unsafePoll() === null ? 1 : 0),
+      fibers: drains + this.fibers.size + (engineRunning ? 1 : 0),
       timers,
       engineEntries: this.driver.size,
+      engineRunning,
+      engineRestarts: this.driverRestarts,
       deadLetters: this.deadLetterCount
     }
   }

@@ -28,7 +28,7 @@
  * row the next one waits for a macrotask (Effect's `Scheduler.timer(0)`); a flush run by the timer driver, which
  * itself sleeps on macrotasks, starts the count again.
  */
-import type * as Cause from "effect/Cause"
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
@@ -43,6 +43,11 @@ import { flushMetrics } from "./metrics.js"
  * running each effect it returns and reporting the outcome to `succeeded` or `failed` (whose effect never fails).
  */
 export interface Drainable {
+  /**
+   * The drain broke outside any handler (a throw in the machinery itself, which handlers' own failures never reach):
+   * stop this drainable as best it can. The dispatcher goes on with the others.
+   */
+  abandon(cause: Cause.Cause<unknown>): Effect.Effect<void>
   enter(fiber: Fiber.RuntimeFiber<unknown, unknown>): boolean
   /** Installs the drainable's FiberRefs on `fiber`: before the first effect of a drain that must run on the fiber. */
   install(fiber: Fiber.RuntimeFiber<unknown, unknown>): void
@@ -79,6 +84,12 @@ const batchRuntime = Runtime.make({
 })
 
 export class Dispatcher {
+  constructor(
+    /** Reports a fault of the dispatcher itself (not of one drainable); the effect never fails. */
+    private readonly onFault: (cause: Cause.Cause<unknown>) => Effect.Effect<void> = (cause) =>
+      Effect.logError("the dispatcher faulted; it goes on with the next drain", cause)
+  ) {}
+
   private ready: Array<Drainable> = []
   private head = 0
   /** Bumped by each batch fiber as it takes the queue; an older batch fiber stops after its current drain. */
@@ -188,7 +199,15 @@ export class Dispatcher {
       },
       onFailure: (cause: Cause.Cause<unknown>) => Effect.zipRight(current!.failed(cause), step)
     }
-    return step
+    // A throw that escapes a drain's own machinery (never a handler's failure: that goes to `failed` above) stops that
+    // drainable, and the batch goes on with the rest; an interruption (a forced stop) ends the fiber as before.
+    const guarded: Effect.Effect<void> = Effect.catchAllCause(step, (cause) => {
+      if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+      const broken = current
+      current = undefined
+      return Effect.zipRight(broken === undefined ? this.onFault(cause) : broken.abandon(cause), guarded)
+    })
+    return guarded
   }
 }
 

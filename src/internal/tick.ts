@@ -7,7 +7,7 @@
 import type * as Effect from "effect/Effect"
 import type { ActorRef } from "../ActorRef.js"
 import type { TimerKind } from "../Metrics.js"
-import { TimerEntry } from "./timerDriver.js"
+import { TimerEntry, type TimerLabel } from "./timerDriver.js"
 
 const FINISHED = 1
 const ACTIVE = 2
@@ -81,6 +81,14 @@ export abstract class MailboxTick extends TimerEntry {
    */
   handler(): Effect.Effect<unknown, unknown> | undefined {
     return undefined
+  }
+  override label(): TimerLabel {
+    return { kind: this.kind, key: undefined, owner: undefined }
+  }
+  /** Firing faulted before a re-arm: no further firing is planned, and with nothing queued the tick is done. */
+  override abandon(): void {
+    this.finished = true
+    if (this.queued === 0) this.undeliverable()
   }
   /** Called when a copy is taken from the mailbox; false drops it as stale. */
   abstract accept(): boolean

@@ -15,6 +15,7 @@
  * `SLICE_MILLIS`; when it is still behind after that, or after a large batch, the driver yields to the event loop
  * (`Clock.sleep(0)`, a macrotask on the live clock) so Node's own timers and I/O keep running.
  */
+import * as Cause from "effect/Cause"
 import type * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -22,14 +23,42 @@ import type * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
 import { QueueEntry, TimerQueue } from "./timerQueue.js"
 
+/** What a fault report says of the timer that caused it. */
+export interface TimerLabel {
+  /** The timer kind (a metric tag: `actor_timer`, `scheduler_message`, ...). */
+  readonly kind: string
+  /** The timer's key, reference or name, where it has one. */
+  readonly key: string | undefined
+  /** The path of the actor that owns it or that it targets, where there is one. */
+  readonly owner: string | undefined
+}
+
 /** A timer kind: what happens when its deadline passes. */
 export abstract class TimerEntry extends QueueEntry {
   /**
    * Called by the driver with the driver's `now` (>= `due`). It may re-arm itself through `driver.schedule`. It returns
-   * an effect only when firing needs one (a `Schedule` step, a log line); the common path allocates nothing.
+   * an effect only when firing needs one (a `Schedule` step, a log line); the common path allocates nothing. A throw
+   * (or a failure of the returned effect) is this entry's fault alone: the driver reports it and goes on.
    */
   abstract fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined
+
+  /** Names the timer in a fault report. */
+  label(): TimerLabel {
+    return { kind: "timer", key: undefined, owner: undefined }
+  }
+
+  /**
+   * Firing faulted before the entry was re-armed, so it will not fire again: settle its owner's books (a one-shot is
+   * done, a timer whose next due time could not be computed ends).
+   */
+  abandon(): void {}
 }
+
+/** Reports a fault of one entry (it is logged, counted and published by the system); the effect never fails. */
+export type FaultReporter = (entry: TimerEntry, cause: Cause.Cause<unknown>) => Effect.Effect<void>
+
+const logFault: FaultReporter = (entry, cause) =>
+  Effect.logError(`timer ${entry.label().kind} faulted while firing; the other timers go on`, cause)
 
 /** Counters kept by the driver; plain numbers so the hot path pays no effect per tick. */
 export interface DriverStats {
@@ -101,7 +130,9 @@ export class TimerDriver {
     /** Called after each turn with the number of armed timers (feeds the active-timers gauge). */
     private readonly onTurn: (size: number) => void = () => {},
     /** Called after each batch of fired entries, still inside the turn: runs the drains the ticks made ready. */
-    private readonly afterFire: () => void = () => {}
+    private readonly afterFire: () => void = () => {},
+    /** Reports an entry whose firing threw or failed. */
+    private readonly onFault: FaultReporter = logFault
   ) {}
 
   /** The clock's time in epoch millis. */
@@ -173,19 +204,26 @@ export class TimerDriver {
     let entry: TimerEntry | undefined
     this.firing = true
     for (;;) {
-      while (budget > 0 && (entry = this.queue.popDue(now)) !== undefined) {
-        budget--
-        if (++this.stats.fired % FIRE_CHUNK === 0) {
-          this.endFiring()
-          this.firing = true
+      let more: Effect.Effect<void> | undefined
+      try {
+        while (budget > 0 && (entry = this.queue.popDue(now)) !== undefined) {
+          budget--
+          if (++this.stats.fired % FIRE_CHUNK === 0) {
+            this.endFiring()
+            this.firing = true
+          }
+          more = entry.fire(now, this)
+          if (more !== undefined) break
         }
-        const more = entry.fire(now, this)
-        if (more !== undefined) {
-          // Rare path: finish this entry's effect, then continue with the rest of the due entries.
-          this.endFiring()
-          const rest = budget
-          return Effect.flatMap(more, () => this.fireDue(now, rest, sliceEnd) ?? Effect.void)
-        }
+      } catch (defect) {
+        // One entry's throw (a custom ActorRef's `unsafeTell`, a cron that threw) is that entry's fault alone.
+        more = Effect.failCause(Cause.die(defect))
+      }
+      if (more !== undefined) {
+        // Rare path: finish this entry's effect, then continue with the rest of the due entries.
+        this.endFiring()
+        const rest = budget
+        return Effect.flatMap(this.guard(entry!, more), () => this.fireDue(now, rest, sliceEnd) ?? Effect.void)
       }
       // What came due while this turn ran is fired in it too, within the slice: a yield costs a millisecond or more.
       const fresh = budget > 0 ? this.now() : now
@@ -201,12 +239,30 @@ export class TimerDriver {
     this.afterFire()
   }
 
+  /**
+   * Runs what firing `entry` left to do; a failure (not an interruption: that is the driver's own) is reported, and an
+   * entry that was not re-armed before it failed is abandoned.
+   */
+  private guard(entry: TimerEntry, more: Effect.Effect<void>): Effect.Effect<void> {
+    return Effect.catchAllCause(more, (cause) => {
+      if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+      if (!entry.isPending) {
+        try {
+          entry.abandon()
+        } catch (defect) {
+          cause = Cause.sequential(cause, Cause.die(defect))
+        }
+      }
+      return this.onFault(entry, cause)
+    })
+  }
+
   /** Sleeps `delay` ms through the clock; 0 still yields to the event loop on the live clock. */
   private sleepFor(delay: number): Effect.Effect<void> {
     return this.clock.sleep(Duration.millis(Math.min(Math.max(delay, 0), MAX_SLEEP_MILLIS)))
   }
 
-  /** The primary loop; fork it once per system. */
+  /** The primary loop; fork it once per system (and again if that fiber ever dies: it starts from the queue as is). */
   readonly run: Effect.Effect<never> = Effect.suspend(() => {
     const turn: Effect.Effect<void> = Effect.suspend(() => {
       this.plannedWake = Number.NEGATIVE_INFINITY
@@ -220,7 +276,12 @@ export class TimerDriver {
           )
     })
     return Effect.flatMap(Effect.runtime<never>(), (runtime) => {
+      // A fresh start (or a restart after the fiber died: the queue, and every pending timer in it, is kept).
       this.runtime = runtime
+      this.plannedWake = Number.NEGATIVE_INFINITY
+      this.parked = undefined
+      this.wakeRequested = false
+      this.firing = false
       return Effect.forever(turn)
     })
   })

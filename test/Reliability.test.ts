@@ -1,0 +1,237 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Layer, Metric, Ref, Schedule, TestClock } from "effect"
+import { Actor, ActorRef, ActorSystem, EventStream, Grain, Grains, Metrics, Passivation, Spot } from "tickwork"
+import { TestProbe } from "tickwork/testkit"
+import { systemOf } from "../src/internal/actorSystem.js"
+import { captureLogs } from "./utils.js"
+
+/** A system with the canaries' grain kind registered; the test body gets the canaries. */
+const withCanaries = <A, E>(
+  body: (canaries: { readonly counts: Effect.Effect<[number, number, number]> }) => Effect.Effect<A, E, any>
+) =>
+  Effect.gen(function* () {
+    const grainTicks = yield* Ref.make(0)
+    const Beacon = Grain.make<"wake" | "tick">()({
+      name: "beacon",
+      passivation: Passivation.never,
+      onActivate: (props) => Effect.orDie(Effect.asVoid(props.schedule("tick", "100 millis"))),
+      onReceive: (ctx) => (ctx.message === "tick" ? Ref.update(grainTicks, (n) => n + 1) : Effect.void)
+    })
+    const layer = Grains.layer([Beacon]).pipe(Layer.provideMerge(ActorSystem.layer({ name: "reliability" })))
+    return yield* Effect.gen(function* () {
+      const actorTicks = yield* Ref.make(0)
+      const spotTicks = yield* Ref.make(0)
+      const Ticker = Actor.make<"tick">()({
+        preStart: (ctx) => Effect.orDie(ctx.timers.startTimerAtFixedRate("tick", "tick", "100 millis")),
+        receive: () => Ref.update(actorTicks, (n) => n + 1)
+      })
+      yield* ActorSystem.spawn(Ticker, "ticker")
+      yield* Spot.spawn<number>(
+        {
+          initialState: 0,
+          onStart: (ctx) =>
+            Effect.orDie(
+              ctx.timers.start({
+                name: "tick",
+                period: "100 millis",
+                handler: () => Ref.update(spotTicks, (n) => n + 1)
+              })
+            )
+        },
+        "spot"
+      )
+      yield* Grains.tell(Beacon, "b-1", "wake")
+      return yield* body({ counts: Effect.all([Ref.get(actorTicks), Ref.get(spotTicks), Ref.get(grainTicks)]) })
+    }).pipe(Effect.provide(layer))
+  })
+
+/** A custom ActorRef whose `unsafeTell` (and `tell`) throws. */
+const throwingRef: ActorRef.ActorRef<string> = {
+  [ActorRef.TypeId]: ActorRef.TypeId,
+  path: "/custom/throws",
+  tell: () => Effect.void,
+  unsafeTell: () => {
+    throw new Error("this ref refuses every message")
+  },
+  pipe() {
+    return this
+  }
+}
+
+const faults = (kind: string) => Effect.map(Metric.value(Metrics.timerFaults(kind)), (state) => state.count)
+
+describe("reliability: nothing a user passes stops the engine", () => {
+  it.effect("with no bad input, the canaries tick 9 times each in 950 ms", () =>
+    withCanaries(({ counts }) =>
+      Effect.gen(function* () {
+        yield* TestClock.adjust("950 millis")
+        assert.deepStrictEqual(yield* counts, [9, 9, 9])
+      })
+    )
+  )
+
+  it.effect("a target that is not an ActorRef is a typed error at once, for every message schedule", () =>
+    withCanaries(({ counts }) =>
+      Effect.gen(function* () {
+        const system = yield* ActorSystem.ActorSystem
+        const refs = new Map<string, ActorRef.ActorRef<string>>()
+        const bad: ReadonlyArray<unknown> = [refs.get("sinc"), {}, null, "a-path", 42, () => {}]
+        for (const target of bad) {
+          const t = target as ActorRef.ActorRef<string>
+          const attempts: ReadonlyArray<Effect.Effect<unknown, { readonly _tag: string; readonly message: string }>> = [
+            system.scheduler.scheduleOnce("10 millis", t, "typo"),
+            system.scheduler.scheduleAtFixedRate("10 millis", "10 millis", t, "typo"),
+            system.scheduler.scheduleWithCron(t, "typo", "* * * * * ?")
+          ]
+          for (const attempt of attempts) {
+            const error = yield* Effect.flip(attempt)
+            assert.strictEqual(error._tag, "InvalidTimerTarget", String(target))
+            assert.include(error.message, "the target must be an ActorRef")
+          }
+          const thrown = (() => {
+            try {
+              system.scheduler.unsafeScheduleOnce("10 millis", t, "typo")
+              return undefined
+            } catch (error) {
+              return error
+            }
+          })()
+          assert.strictEqual((thrown as { _tag?: string })._tag, "InvalidTimerTarget")
+        }
+        const probe = yield* TestProbe.make<string>()
+        const badSender = yield* Effect.flip(
+          system.scheduler.scheduleOnce("10 millis", probe.ref, "x", {} as ActorRef.ActorRef<unknown>)
+        )
+        assert.include(badSender.message, "the sender must be an ActorRef")
+        const badTask = yield* Effect.flip(
+          system.scheduler.scheduleOnceFunction("10 millis", (() => {}) as unknown as Effect.Effect<void>)
+        )
+        assert.strictEqual(badTask._tag, "InvalidTimerTarget")
+        assert.include(badTask.message, "the task must be an Effect")
+        const badCron = yield* Effect.flip(
+          system.scheduler.scheduleWithCron(probe.ref, "x", undefined as unknown as string)
+        )
+        assert.strictEqual(badCron._tag, "InvalidCronExpression")
+        const badReference = yield* Effect.flip(
+          system.scheduler.scheduleWithCron(probe.ref, "x", "* * * * * ?", { reference: "  " })
+        )
+        assert.strictEqual(badReference._tag, "InvalidTimerReference")
+        yield* TestClock.adjust("950 millis")
+        assert.deepStrictEqual(yield* counts, [9, 9, 9])
+        const stats = yield* system.stats
+        assert.isTrue(stats.engineRunning)
+        assert.strictEqual(stats.engineRestarts, 0)
+      })
+    )
+  )
+
+  it.effect(
+    "a custom ActorRef that throws is that schedule's fault alone: logged, counted, published, it keeps firing",
+    () => {
+      const { layer: logs, logs: lines } = captureLogs()
+      return withCanaries(({ counts }) =>
+        Effect.gen(function* () {
+          const system = yield* ActorSystem.ActorSystem
+          const errors = yield* TestProbe.make<EventStream.SchedulerError>()
+          yield* system.eventStream.subscribe(errors.ref, EventStream.SchedulerError)
+          yield* TestClock.adjust("50 millis") // the canaries have started and armed their timers
+          const before = yield* faults("scheduler_message")
+          const timersBefore = (yield* system.stats).timers
+          const once = yield* system.scheduler.scheduleOnce("10 millis", throwingRef, "x")
+          yield* system.scheduler.scheduleAtFixedRate("50 millis", "100 millis", throwingRef, "y")
+          yield* TestClock.adjust("900 millis")
+          assert.deepStrictEqual(yield* counts, [9, 9, 9])
+          assert.strictEqual((yield* faults("scheduler_message")) - before, 10, "the one-shot and 9 periodic firings")
+          const published = yield* errors.receiveAll
+          assert.strictEqual(published.length, 10)
+          assert.strictEqual(published[0]!.message.target, "/custom/throws")
+          const logged = lines.filter((line) => line.level === "ERROR" && line.message.includes("faulted while firing"))
+          assert.strictEqual(logged.length, 10)
+          assert.strictEqual(logged[0]!.annotations.timer_kind, "scheduler_message")
+          assert.include(logged[0]!.message, "it will not fire again", "the one-shot is done")
+          assert.include(logged[1]!.message, "it keeps its schedule", "the periodic schedule goes on")
+          assert.isFalse(yield* once.cancel, "the faulted one-shot is settled")
+          const stats = yield* system.stats
+          assert.isTrue(stats.engineRunning)
+          // the periodic schedule is still on the books; the faulted one-shot has left them
+          assert.strictEqual(stats.timers, timersBefore + 1)
+        })
+      ).pipe(Effect.provide(logs))
+    }
+  )
+
+  it.effect("a Schedule whose step dies ends that timer alone; the actor and the other timers go on", () =>
+    withCanaries(({ counts }) =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const before = yield* faults("actor_timer")
+        const Fragile = Actor.make<string>()({
+          preStart: (ctx) =>
+            ctx.timers.startTimerWithSchedule(
+              "fragile",
+              "step",
+              Schedule.spaced("100 millis").pipe(
+                Schedule.map((n) => {
+                  if (n >= 2) throw new Error("a Schedule that throws")
+                  return n
+                })
+              )
+            ),
+          receive: (msg, ctx) =>
+            Effect.flatMap(ctx.timers.isTimerActive("fragile"), (active) => probe.ref.tell(`${msg}:${active}`))
+        })
+        yield* ActorSystem.spawn(Fragile, "fragile")
+        yield* TestClock.adjust("950 millis")
+        assert.deepStrictEqual(yield* counts, [9, 9, 9])
+        const seen = (yield* probe.receiveAll).map((r) => r.message)
+        assert.isAtLeast(seen.length, 2)
+        assert.strictEqual((yield* faults("actor_timer")) - before, 1)
+        // after the fault the timer is no longer active, and it never ticks again
+        yield* TestClock.adjust("1 second")
+        yield* probe.expectNoMessage()
+      })
+    )
+  )
+
+  it.effect("the driver fiber killed on purpose is restarted at once, loudly, with every pending timer kept", () => {
+    const { layer: logs, logs: lines } = captureLogs()
+    return withCanaries(({ counts }) =>
+      Effect.gen(function* () {
+        const system = yield* ActorSystem.ActorSystem
+        const impl = systemOf(system)!
+        const probe = yield* TestProbe.make<string>()
+        yield* system.scheduler.scheduleOnce("2 seconds", probe.ref, "far")
+        yield* TestClock.adjust("450 millis")
+        const pending = impl.driver.size
+        yield* Fiber.interruptFork(impl.driverFiber!)
+        yield* TestClock.adjust("500 millis")
+        assert.deepStrictEqual(yield* counts, [9, 9, 9], "no tick lost across the restart")
+        const stats = yield* system.stats
+        assert.isTrue(stats.engineRunning)
+        assert.strictEqual(stats.engineRestarts, 1)
+        const logged = lines.filter((line) => line.level === "ERROR" && line.message.includes("stopped unexpectedly"))
+        assert.strictEqual(logged.length, 1)
+        assert.include(logged[0]!.message, `restarting it with its ${pending} pending timers`)
+        yield* probe.expectNoMessage("1049 millis")
+        yield* TestClock.adjust("1 millis")
+        yield* probe.expectMessageEquals("far")
+      })
+    ).pipe(Effect.provide(logs))
+  })
+
+  it.effect("a handler that returns undefined instead of an Effect is supervised like any defect", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const Sloppy = Actor.make<string>()({
+        preStart: () => probe.ref.tell("started"),
+        receive: (msg) => (msg === "bad" ? (undefined as unknown as Effect.Effect<void>) : probe.ref.tell(msg))
+      })
+      const ref = yield* ActorSystem.spawn(Sloppy, "sloppy")
+      yield* probe.expectMessageEquals("started")
+      yield* ref.tell("bad")
+      yield* probe.expectMessageEquals("started") // restarted by the guardian
+      yield* ref.tell("good")
+      yield* probe.expectMessageEquals("good")
+    }).pipe(Effect.provide(ActorSystem.layer({ name: "sloppy" })))
+  )
+})
