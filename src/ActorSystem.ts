@@ -29,6 +29,9 @@ import * as Workers from "./Workers.js"
  * | `name` | required | the system's name: letters, digits, `-`, `_` |
  * | `mailboxCapacity` | unbounded | default bounded capacity for every actor |
  * | `askTimeout` | 5 seconds | `ActorRef.ask`'s default timeout |
+ * | `logDeadLetters` | 10 | dead letters logged per interval (a full mailbox at warning level, a stopped recipient at info); the rest are counted and reported in one line when the interval ends; 0 logs none |
+ * | `logDeadLettersInterval` | 5 minutes | the interval of `logDeadLetters` |
+ * | `stopTimeout` | 10 seconds | how long a stop (an actor's, a grain's deactivation, an entity's sleep) may take before its handler is interrupted and the stop forced, with a warning naming the actor |
  * | `throughput` | 64 | messages an actor handles in a row before other ready actors get their turn |
  * | `guardian` | `"restart"` | how top-level actors are supervised: `restart`, `stop` or `resume` |
  * | `workers` | no thread until the first CPU task | the CPU worker pool (`Workers.Options`: `minThreads`, `maxThreads`, `idleTime`, `queueLength`) |
@@ -46,6 +49,14 @@ export const Options = Schema.Struct({
     Schema.Number.pipe(Schema.int(), Schema.positive({ message: () => "mailboxCapacity must be a positive integer" }))
   ),
   askTimeout: Schema.optional(positiveDuration("askTimeout", '"5 seconds" or 5000 (millis)')),
+  stopTimeout: Schema.optional(positiveDuration("stopTimeout", '"10 seconds" or 10000 (millis)')),
+  logDeadLetters: Schema.optional(
+    Schema.Number.pipe(
+      Schema.int(),
+      Schema.nonNegative({ message: () => "logDeadLetters must be a whole number >= 0 (0 logs none)" })
+    )
+  ),
+  logDeadLettersInterval: Schema.optional(positiveDuration("logDeadLettersInterval", '"5 minutes" or 300000 (millis)')),
   throughput: Schema.optional(
     Schema.Number.pipe(Schema.int(), Schema.positive({ message: () => "throughput must be a positive integer" }))
   ),

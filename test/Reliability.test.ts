@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Metric, Ref, Schedule, TestClock } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, Metric, Ref, Schedule, Scope, TestClock } from "effect"
 import { Actor, ActorRef, ActorSystem, EventStream, Grain, Grains, Metrics, Passivation, Spot } from "tickwork"
 import { TestProbe } from "tickwork/testkit"
 import { systemOf } from "../src/internal/actorSystem.js"
@@ -234,4 +234,143 @@ describe("reliability: nothing a user passes stops the engine", () => {
       yield* probe.expectMessageEquals("good")
     }).pipe(Effect.provide(ActorSystem.layer({ name: "sloppy" })))
   )
+})
+
+describe("reliability: a stop takes a bounded time", () => {
+  const Hanging = (probe: TestProbe.TestProbe<string>, hangIn: "receive" | "postStop") =>
+    Actor.make<string>()({
+      receive: (msg) => (msg === "hang" && hangIn === "receive" ? Effect.never : probe.ref.tell(msg)),
+      postStop: () => Effect.zipRight(probe.ref.tell("postStop"), hangIn === "postStop" ? Effect.never : Effect.void)
+    })
+
+  it.effect("system.stop of an actor whose handler never returns is forced after stopTimeout, with a warning", () => {
+    const { layer: logs, logs: lines } = captureLogs()
+    return Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const probe = yield* TestProbe.make<string>()
+      const ref = yield* system.spawn(Hanging(probe, "receive"), "stuck")
+      yield* ref.tell("hang")
+      const stopping = yield* Effect.fork(system.stop(ref))
+      yield* TestClock.adjust("2999 millis")
+      assert.isNull(stopping.unsafePoll(), "still waiting for the handler")
+      yield* TestClock.adjust("1 millis")
+      yield* Fiber.join(stopping)
+      yield* probe.expectMessageEquals("postStop")
+      const warned = lines.filter((line) => line.level === "WARN" && line.message.includes("did not stop"))
+      assert.strictEqual(warned.length, 1)
+      assert.include(warned[0]!.message, "actor /user/stuck did not stop within the stop timeout (3000 ms)")
+      assert.strictEqual((yield* system.stats).actors, 0)
+    }).pipe(Effect.provide(ActorSystem.layer({ name: "bounded", stopTimeout: "3 seconds" })), Effect.provide(logs))
+  })
+
+  it.effect(
+    "a postStop that never returns ends the stop after stopTimeout; a stop that finishes in time leaves nothing armed",
+    () =>
+      Effect.gen(function* () {
+        const system = yield* ActorSystem.ActorSystem
+        const probe = yield* TestProbe.make<string>()
+        const quick = yield* system.spawn(Hanging(probe, "receive"), "quick")
+        yield* system.stop(quick)
+        yield* probe.expectMessageEquals("postStop")
+        assert.strictEqual((yield* system.stats).engineEntries, 0, "the stop timeout was disarmed")
+        const ref = yield* system.spawn(Hanging(probe, "postStop"), "stuck-in-post-stop")
+        const stopping = yield* Effect.fork(system.stop(ref))
+        yield* probe.expectMessageEquals("postStop")
+        yield* TestClock.adjust("999 millis")
+        assert.isNull(stopping.unsafePoll())
+        yield* TestClock.adjust("1 millis")
+        yield* Fiber.join(stopping)
+        assert.strictEqual((yield* system.stats).actors, 0)
+      }).pipe(Effect.provide(ActorSystem.layer({ name: "bounded", stopTimeout: "1 second" })))
+  )
+
+  it.effect("shutdown with a postStop that never returns ends after stopTimeout", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(
+        ActorSystem.layer({ name: "bounded", stopTimeout: "1 second" }),
+        scope
+      )
+      const system = Context.get(context, ActorSystem.ActorSystem)
+      yield* system.spawn(Hanging(probe, "postStop"), "stuck")
+      yield* TestClock.adjust("1 millis")
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* probe.expectMessageEquals("postStop")
+      yield* TestClock.adjust("999 millis")
+      assert.isNull(closing.unsafePoll())
+      yield* TestClock.adjust("1 millis")
+      yield* Fiber.join(closing)
+    })
+  )
+
+  it.effect("stopTimeout must be a positive finite duration", () =>
+    Effect.gen(function* () {
+      for (const stopTimeout of [0, -1, "soon", Number.NaN, Number.POSITIVE_INFINITY]) {
+        const error = yield* Effect.flip(ActorSystem.decodeOptions({ name: "x", stopTimeout }))
+        assert.include(error.message, "stopTimeout must be a positive finite duration", String(stopTimeout))
+      }
+    })
+  )
+})
+
+describe("reliability: dead letters are visible", () => {
+  const Busy = Actor.make<string>()({ receive: () => Effect.sleep("1 hour") })
+
+  it.effect("a flood into a bounded mailbox logs the first 10, then one line with the count not logged", () => {
+    const { layer: logs, logs: lines } = captureLogs()
+    return Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const ref = yield* system.spawn(Actor.withMailboxCapacity(Busy, 1), "busy")
+      yield* ref.tell("first") // taken by the handler, which then sleeps
+      yield* TestClock.adjust("1 millis")
+      for (let i = 0; i < 100_000; i++) ref.unsafeTell(`m-${i}`)
+      yield* TestClock.adjust("1 millis")
+      const dead = () => lines.filter((line) => line.message.startsWith("dead letter"))
+      assert.strictEqual(dead().length, 10)
+      assert.strictEqual(dead()[0]!.level, "WARN")
+      assert.strictEqual(dead()[0]!.message, 'dead letter: "m-1" to /user/busy was not delivered (its mailbox is full)')
+      assert.strictEqual(dead()[0]!.annotations.recipient, "/user/busy")
+      assert.include(dead()[9]!.message, "further dead letters are counted, not logged, for 300000 ms")
+      const summary = () => lines.filter((line) => line.message.includes("more dead letters were not logged"))
+      assert.strictEqual(summary().length, 0)
+      yield* TestClock.adjust("5 minutes")
+      assert.strictEqual(summary().length, 1)
+      assert.strictEqual(summary()[0]!.message.split(" ")[0], String(100_000 - 1 - 10))
+      assert.strictEqual((yield* system.stats).deadLetters, 100_000 - 1)
+      // a new interval: the next dead letter gets a line again
+      ref.unsafeTell("later")
+      yield* TestClock.adjust("1 millis")
+      assert.strictEqual(dead().length, 11)
+    }).pipe(Effect.provide(ActorSystem.layer({ name: "dead-letters" })), Effect.provide(logs))
+  })
+
+  it.effect("tells to a stopped actor are logged at info level, after shutdown too; logDeadLetters 0 logs none", () => {
+    const { layer: logs, logs: lines } = captureLogs()
+    return Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(ActorSystem.layer({ name: "after" }), scope)
+      const system = Context.get(context, ActorSystem.ActorSystem)
+      const ref = yield* system.spawn(Busy, "gone")
+      yield* TestClock.adjust("1 millis")
+      yield* Scope.close(scope, Exit.void)
+      yield* ref.tell("after shutdown")
+      yield* TestClock.adjust("1 millis")
+      const dead = lines.filter((line) => line.message.startsWith("dead letter"))
+      assert.deepStrictEqual(
+        dead.map((line) => [line.level, line.message]),
+        [["INFO", 'dead letter: "after shutdown" to /user/gone was not delivered (it has stopped)']]
+      )
+      const quiet = yield* Scope.make()
+      const quietSystem = Context.get(
+        yield* Layer.buildWithScope(ActorSystem.layer({ name: "quiet", logDeadLetters: 0 }), quiet),
+        ActorSystem.ActorSystem
+      )
+      yield* quietSystem.deadLetters.tell("nobody")
+      yield* TestClock.adjust("1 millis")
+      yield* Scope.close(quiet, Exit.void)
+      assert.strictEqual(lines.filter((line) => line.message.startsWith("dead letter")).length, 1)
+      assert.strictEqual((yield* quietSystem.stats).deadLetters, 1)
+    }).pipe(Effect.provide(logs))
+  })
 })

@@ -61,6 +61,10 @@ export interface CellHost {
   ): Effect.Effect<ActorRef<M>, SpawnError, R>
   deadLetter(message: unknown, sender: ActorRef<any> | undefined, recipient: string, reason: Delivery): void
   terminated(cell: ActorCell): void
+  /** Arms the stop timeout of `cell` (once): when it passes before the actor has terminated, its stop is forced. */
+  armStopDeadline(cell: ActorCell): void
+  /** `effect`, interrupted with a warning naming the actor and `what` when it outlasts the stop timeout. */
+  bounded(effect: Effect.Effect<void>, cell: ActorCell, what: string): Effect.Effect<void>
 }
 
 /** A user message that carries a sender or the sender's log context; a bare message is queued as itself. */
@@ -727,11 +731,15 @@ export class ActorCell {
         this.setFlag(Flag.PostStopPending, runPostStop && this.status === Status.Running)
         this.status = Status.Stopping
       }
+      // A graceful stop that hangs (in a child, in `postStop`) is forced when the system's stop timeout passes.
+      if (!forced) this.host.armStopDeadline(this)
       this.cancelTimers()
       yield* forced ? this.interruptChildren() : this.stopChildren()
       if (this.hasFlag(Flag.PostStopPending)) {
         this.setFlag(Flag.PostStopPending, false)
-        yield* guard(() => this.actor.postStop(this.context, this.state), "postStop")
+        const postStop = guard(() => this.actor.postStop(this.context, this.state), "postStop")
+        // Forced, nothing else bounds it: a `postStop` that never returns is interrupted after the stop timeout.
+        yield* forced ? this.host.bounded(postStop, this, "postStop") : postStop
       }
       this.status = Status.Terminated
       if (this.pending !== undefined) {
@@ -755,7 +763,9 @@ export class ActorCell {
 
   /** Asks a child (or self) to stop after its current message. */
   requestStop(): void {
-    if (this.status < Status.Stopping) this.offerSystem(STOP)
+    if (this.status >= Status.Stopping) return
+    this.offerSystem(STOP)
+    this.host.armStopDeadline(this)
   }
 
   private stopChildren(): Effect.Effect<void> {

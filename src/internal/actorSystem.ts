@@ -45,6 +45,7 @@ import {
   ScheduledReferenceNotFound
 } from "../TimerError.js"
 import { ActorCell, type CellHost } from "./actorCell.js"
+import { DeadLetterLog } from "./deadLetterLog.js"
 import { Dispatcher } from "./dispatcher.js"
 import { delayMillis, intervalMillis } from "./duration.js"
 import { EventStreamImpl } from "./eventStream.js"
@@ -52,7 +53,7 @@ import { FiberRefsCache } from "./fiberRefsCache.js"
 import { isolated, withoutParentSpan } from "./logContext.js"
 import { type Delivery, FunctionRef } from "./refs.js"
 import { alreadyCancelled, cancelNow, ScheduledFunction, ScheduledMessage, type SchedulerHost } from "./scheduler.js"
-import { TimerDriver, type TimerEntry, type TimerLabel } from "./timerDriver.js"
+import { TimerDriver, TimerEntry, type TimerLabel } from "./timerDriver.js"
 import { checkRef, checkReference, checkTask, describeValue, firstInstant } from "./validate.js"
 
 const NO_TAGS: ReadonlyArray<MetricLabel.MetricLabel> = []
@@ -98,6 +99,24 @@ const sameValues = (a: FiberRefs.FiberRefs, b: FiberRefs.FiberRefs): boolean => 
 const millisOf = (input: Duration.DurationInput | undefined, fallback: number): number =>
   input === undefined ? fallback : Duration.toMillis(Duration.decode(input))
 
+/** An actor's stop timeout, armed in the engine while it stops (`SystemImpl.armStopDeadline`). */
+class StopDeadline extends TimerEntry {
+  constructor(
+    readonly system: SystemImpl,
+    readonly cell: ActorCell
+  ) {
+    super()
+  }
+
+  fire(): Effect.Effect<void> | undefined {
+    return this.system.stopOverdue(this.cell)
+  }
+
+  override label(): TimerLabel {
+    return { kind: "stop_timeout", key: undefined, owner: this.cell.path }
+  }
+}
+
 export class SystemImpl implements CellHost, SchedulerHost {
   readonly driver: TimerDriver
   readonly dispatcher = new Dispatcher()
@@ -105,6 +124,8 @@ export class SystemImpl implements CellHost, SchedulerHost {
   readonly service: ActorSystemService
   readonly throughput: number
   readonly askTimeoutMillis: number
+  /** How long a stop (an actor's, a grain's deactivation, an entity's sleep) may take before it is forced. */
+  readonly stopTimeoutMillis: number
   readonly defaultMailboxCapacity: number
   readonly guardianStrategy: Supervision.SupervisorStrategy
   readonly eventStream = new EventStreamImpl()
@@ -119,6 +140,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
   driverFiber: Fiber.RuntimeFiber<never> | undefined = undefined
   private anonymous = 0
   private deadLetterCount = 0
+  private readonly deadLetterLog: DeadLetterLog
   private terminating = false
 
   constructor(
@@ -136,6 +158,15 @@ export class SystemImpl implements CellHost, SchedulerHost {
     )
     this.throughput = options.throughput ?? 64
     this.askTimeoutMillis = millisOf(options.askTimeout, 5_000)
+    this.stopTimeoutMillis = millisOf(options.stopTimeout, 10_000)
+    this.deadLetterLog = new DeadLetterLog(
+      this.driver,
+      options.logDeadLetters ?? 10,
+      millisOf(options.logDeadLettersInterval, 300_000),
+      (line) => {
+        if (this.runtime !== undefined) Runtime.runFork(this.runtime)(Effect.annotateLogs(line, "system", name))
+      }
+    )
     this.defaultMailboxCapacity = options.mailboxCapacity ?? Number.POSITIVE_INFINITY
     this.guardianStrategy =
       options.guardian === "stop"
@@ -307,7 +338,43 @@ export class SystemImpl implements CellHost, SchedulerHost {
     })
   }
 
+  // ---------------------------------------------------------------- bounded stops
+
+  /** Stop timeouts armed for actors that are stopping (few at a time, so no field on every cell). */
+  private readonly stopDeadlines = new Map<ActorCell, StopDeadline>()
+
+  armStopDeadline(cell: ActorCell): void {
+    if (this.terminating || this.stopDeadlines.has(cell)) return
+    const deadline = new StopDeadline(this, cell)
+    this.stopDeadlines.set(cell, deadline)
+    this.driver.schedule(deadline, this.driver.now() + this.stopTimeoutMillis)
+  }
+
+  /** A stop outlasted the stop timeout: say which actor, then force it on a fiber of its own (never the driver's). */
+  stopOverdue(cell: ActorCell): Effect.Effect<void> | undefined {
+    this.stopDeadlines.delete(cell)
+    if (cell.isTerminated) return undefined
+    return Effect.logWarning(
+      `actor ${cell.path} did not stop within the stop timeout (${this.stopTimeoutMillis} ms): its stop is forced, interrupting the handler in flight`
+    ).pipe(Effect.annotateLogs({ actor: cell.path }), Effect.zipRight(Effect.asVoid(this.forkTask(cell.forceStop()))))
+  }
+
+  bounded(effect: Effect.Effect<void>, cell: ActorCell, what: string): Effect.Effect<void> {
+    return Effect.flatMap(Effect.timeoutOption(effect, Duration.millis(this.stopTimeoutMillis)), (done) =>
+      Option.isSome(done)
+        ? Effect.void
+        : Effect.logWarning(
+            `actor ${cell.path}: ${what} did not finish within the stop timeout (${this.stopTimeoutMillis} ms) and was interrupted`
+          ).pipe(Effect.annotateLogs({ actor: cell.path }))
+    )
+  }
+
   terminated(cell: ActorCell): void {
+    const deadline = this.stopDeadlines.get(cell)
+    if (deadline !== undefined) {
+      this.stopDeadlines.delete(cell)
+      this.driver.cancel(deadline)
+    }
     this.cells.delete(cell)
     if (cell.parent === undefined && this.topLevel.get(cell.name) === cell) this.topLevel.delete(cell.name)
     this.eventStream.unsafeUnsubscribe(cell.ref)
@@ -317,6 +384,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
     this.deadLetterCount++
     // A dead letter about a dead letter would loop; it is counted only.
     if (message instanceof DeadLetter || reason === "delivered") return
+    this.deadLetterLog.record(message, sender, recipient, reason)
     this.eventStream.unsafePublish(new DeadLetter({ message, sender, recipient, reason }))
   }
 
@@ -517,6 +585,8 @@ export class SystemImpl implements CellHost, SchedulerHost {
       Effect.zipRight(
         Effect.suspend(() => Effect.forEach(Array.from(this.cells), (cell) => cell.forceStop(), { discard: true }))
       ),
+      // what the dead-letter log counted and did not log yet, said before the engine that would have said it stops
+      Effect.zipRight(Effect.suspend(() => Effect.annotateLogs(this.deadLetterLog.flush(), "system", this.name))),
       Effect.zipRight(
         Effect.suspend(() => {
           // The actors are stopped, so a one-shot message still queued has settled; what is left is in the engine.

@@ -15,6 +15,8 @@ export const describeValue = (value: unknown): string => {
     if (typeof value === "string") return JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value)
     if (value === null || typeof value !== "object") return typeof value === "function" ? "a function" : String(value)
     if (isActorRef(value)) return String(value)
+    const tag = (value as { readonly _tag?: unknown })._tag
+    if (typeof tag === "string") return `{ _tag: ${JSON.stringify(tag)} }`
     const name = (value as object).constructor?.name
     return Array.isArray(value) ? "an array" : name !== undefined && name !== "Object" ? `a ${name}` : "an object"
   } catch {
