@@ -28,6 +28,7 @@ import type { SupervisorStrategy } from "../Supervision.js"
 import { CellContext } from "./actorContext.js"
 import { type ActorHooks, hooksOf } from "./actorHooks.js"
 import { completeNow, type Dispatcher, installFiberRefs } from "./dispatcher.js"
+import { scheduleDue } from "./duration.js"
 import type { FiberRefsCache } from "./fiberRefsCache.js"
 import { EMPTY, Mailbox } from "./mailbox.js"
 import { recordDelivered, recordDropped, recordLateness } from "./metrics.js"
@@ -161,26 +162,36 @@ export class ActorTimer extends MailboxTick {
       case Mode.FixedRate:
         driver.schedule(this, due + this.interval)
         break
-      case Mode.Schedule: {
-        const dropped = this.cell.offerTick(this, due, now)
-        const next = this.step(now, driver)
-        return dropped === undefined ? next : Effect.zipRight(dropped, next)
-      }
+      case Mode.Schedule:
+        // The schedule is stepped before the tick is offered, so that the last tick is known to be the last when it
+        // is handled (`isTimerActive` reads false in its handler, as for a single timer). A step that fails still
+        // delivers this tick, then fails for the driver to report: the timer has no next time and ends.
+        return Effect.matchCauseEffect(this.step(now, driver, true), {
+          onSuccess: () => this.cell.offerTick(this, due, now) ?? Effect.void,
+          onFailure: (cause) => {
+            this.finished = true
+            return Effect.zipRight(this.cell.offerTick(this, due, now) ?? Effect.void, Effect.failCause(cause))
+          }
+        })
     }
     return this.cell.offerTick(this, due, now)
   }
 
-  /** Asks the schedule for the next due time; a finished schedule leaves the timer active until its last tick. */
-  step(now: number, driver: TimerDriver): Effect.Effect<void> {
+  /**
+   * Asks the schedule for the next due time (never within the engine's resolution of a firing at `now`). A finished
+   * schedule leaves the timer active until its last tick is handled; with no tick on its way, it ends at once.
+   */
+  step(now: number, driver: TimerDriver, firing: boolean): Effect.Effect<void> {
     const scheduled = this.scheduled!
     return Effect.map(scheduled.schedule.step(now, undefined, scheduled.state), ([state, , decision]) => {
       if (!this.active) return
       scheduled.state = state
       if (ScheduleDecision.isDone(decision)) {
         this.finished = true
-        if (this.queued === 0) this.cell.removeTimer(this)
+        if (!firing && this.queued === 0) this.cell.removeTimer(this)
       } else {
-        driver.schedule(this, Math.max(Intervals.start(decision.intervals), now))
+        const start = Intervals.start(decision.intervals)
+        driver.schedule(this, firing ? scheduleDue(start, now) : Math.max(start, now))
       }
     })
   }

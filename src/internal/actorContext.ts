@@ -59,7 +59,7 @@ class CellTimers implements TimerScheduler<any> {
       const cell = this.cell
       const timer = cell.startTimer(key, message, Mode.Schedule, 0, 0, schedule)
       if (timer === undefined) return Effect.void
-      return timer.step(cell.host.driver.now(), cell.host.driver)
+      return timer.step(cell.host.driver.now(), cell.host.driver, false)
     })
   }
 
