@@ -11,6 +11,7 @@ import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type { Actor } from "./Actor.js"
@@ -234,6 +235,8 @@ export class ActorSystem extends Context.Tag("tickwork/ActorSystem")<ActorSystem
 
 /**
  * Validates `options` and builds a system for the layer's scope, with its CPU worker pool (`Workers`, used by Spots).
+ * A `Workers` layer provided around this one is used instead of a pool of the system's own (then the `workers` option
+ * must be left out: one pool, configured in one place).
  *
  * @example
  * ```ts
@@ -253,19 +256,29 @@ export const layer = (
   options: Options
 ): Layer.Layer<ActorSystem | Workers.Workers, InvalidActorSystemOptions | Workers.WorkerFailure> =>
   Layer.unwrapEffect(
-    Effect.map(decodeOptions(options), (decoded) =>
-      Layer.merge(
+    Effect.gen(function* () {
+      const decoded = yield* decodeOptions(options)
+      // A worker pool provided around this layer is the one to use: the system never shadows it with its own.
+      const outer = yield* Effect.serviceOption(Workers.Workers)
+      if (Option.isSome(outer) && decoded.workers !== undefined) {
+        return yield* new InvalidActorSystemOptions({
+          details: "- workers: a Workers layer is provided around the system as well; configure the pool in one place"
+        })
+      }
+      return Layer.merge(
         Layer.scoped(ActorSystem, makeSystem(decoded)),
-        // The system's worker pool (Spots' CPU workers): by default no thread starts before the first CPU task.
-        Workers.layer({ minThreads: 0, ...decoded.workers }).pipe(
-          Layer.mapError((error) =>
-            error._tag === "InvalidWorkersOptions"
-              ? new InvalidActorSystemOptions({ details: `- workers: ${error.message}` })
-              : error
-          )
-        )
+        Option.isSome(outer)
+          ? Layer.succeed(Workers.Workers, outer.value)
+          : // The system's own pool (Spots' CPU workers): by default no thread starts before the first CPU task.
+            Workers.layer({ minThreads: 0, ...decoded.workers }).pipe(
+              Layer.mapError((error) =>
+                error._tag === "InvalidWorkersOptions"
+                  ? new InvalidActorSystemOptions({ details: `- workers: ${error.message}` })
+                  : error
+              )
+            )
       )
-    )
+    })
   )
 
 /**

@@ -73,6 +73,25 @@ describe("ActorSystem.layer options", () => {
     }).pipe(Effect.provide(ActorSystem.layer({ name: "pool", workers: { maxThreads: 2 } })))
   )
 
+  it.effect("uses a Workers layer provided around it instead of a pool of its own; both at once is an error", () =>
+    Effect.gen(function* () {
+      const outerPool = Workers.layer({ minThreads: 0, maxThreads: 1 })
+      const used = yield* Effect.gen(function* () {
+        const workers = yield* Workers.Workers
+        return workers.options.maxThreads
+      }).pipe(Effect.provide(ActorSystem.layer({ name: "outer" })), Effect.provide(outerPool))
+      assert.strictEqual(used, 1)
+      const both = yield* Effect.flip(
+        Layer.build(ActorSystem.layer({ name: "both", workers: { maxThreads: 2 } })).pipe(
+          Effect.scoped,
+          Effect.provide(outerPool)
+        )
+      )
+      assert.strictEqual(both._tag, "InvalidActorSystemOptions")
+      assert.include(both.message, "a Workers layer is provided around the system as well")
+    })
+  )
+
   it.effect("accepts durations as strings or millis", () =>
     Effect.gen(function* () {
       const ok = yield* Layer.build(

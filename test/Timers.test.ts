@@ -198,7 +198,7 @@ describe("context.timers", () => {
   it.effect("intervals below 1 ms are an InvalidTimerInterval for every periodic actor timer", () =>
     Effect.gen(function* () {
       const { ref } = yield* setup()
-      for (const interval of [0.001, "500 micros", 0.999]) {
+      for (const interval of [0.001, "500 micros", 0.999] as ReadonlyArray<Duration.DurationInput>) {
         const delay = yield* Effect.flip(inActor(ref, (t) => t.startTimerWithFixedDelay("d", tick("d"), interval)))
         const rate = yield* Effect.flip(inActor(ref, (t) => t.startTimerAtFixedRate("r", tick("r"), interval)))
         for (const error of [delay, rate]) {
