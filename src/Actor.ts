@@ -157,21 +157,10 @@ export const make =
       preRestart: handlers.preRestart ?? ((ctx: ActorContext<Msg>, state: S) => postStop(ctx, state)),
       postRestart: handlers.postRestart ?? noStop,
       supervisorStrategy: handlers.supervisorStrategy,
-      mailboxCapacity: validateCapacity(handlers.mailboxCapacity)
+      mailboxCapacity: handlers.mailboxCapacity
     })
     return self
   }
-
-const validateCapacity = (capacity: number | undefined): number | undefined => {
-  if (
-    capacity !== undefined &&
-    capacity !== Number.POSITIVE_INFINITY &&
-    !(Number.isInteger(capacity) && capacity > 0)
-  ) {
-    throw new RangeError(`mailbox capacity must be a positive integer (or Infinity for unbounded), got ${capacity}`)
-  }
-  return capacity
-}
 
 /**
  * True for an actor definition.
@@ -193,7 +182,7 @@ export const isActor = (u: unknown): u is Actor<unknown, unknown, unknown, unkno
  * `DeadLetter` with reason `"mailbox-full"` (and `ask` fails at once with `AskUndeliverable`); the sender never
  * blocks. A timer tick on a full mailbox is dropped, logged and counted, and its timer keeps firing. `Infinity` makes
  * the mailbox unbounded even when the system sets a default capacity. A capacity that is not a positive integer (or
- * `Infinity`) is a programmer error and throws.
+ * `Infinity`) fails the spawn of this actor with `ActorSystem.InvalidActorDefinition`.
  *
  * @example
  * ```ts
@@ -212,7 +201,7 @@ export const withMailboxCapacity: {
 } = dual(
   2,
   <Msg, S, E, R>(self: Actor<Msg, S, E, R>, capacity: number): Actor<Msg, S, E, R> =>
-    Object.assign(Object.create(Proto), self, { mailboxCapacity: validateCapacity(capacity) })
+    Object.assign(Object.create(Proto), self, { mailboxCapacity: capacity })
 )
 
 /**

@@ -12,13 +12,13 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type { Actor } from "./Actor.js"
 import type { ActorRef } from "./ActorRef.js"
 import type { EventStream } from "./EventStream.js"
 import { make as makeSystem } from "./internal/actorSystem.js"
 import { positiveDuration } from "./internal/duration.js"
+import { formatOptionsError } from "./internal/options.js"
 import type { Scheduler } from "./Scheduler.js"
 import * as Workers from "./Workers.js"
 
@@ -97,7 +97,8 @@ export class InvalidActorSystemOptions extends Data.TaggedError("InvalidActorSys
 }
 
 /**
- * A spawn used a name that is not valid: empty, starting with `$` (reserved for generated names), or containing `/`.
+ * A spawn used a name that is not valid: not a string, empty, starting with `$` (reserved for generated names), or
+ * containing `/`.
  *
  * @example
  * ```ts
@@ -157,12 +158,38 @@ export class ActorSystemTerminated extends Data.TaggedError("ActorSystemTerminat
 }
 
 /**
+ * What was given to `spawn` as an actor cannot run: not made with `Actor.make`, a handler that is not a function, a
+ * mailbox capacity that is not a positive whole number, or a supervisor strategy with bad options
+ * (`Supervision.restart({ maxRestarts: -1 })`). Checked before anything starts, so nothing is left behind.
+ *
+ * @example
+ * ```ts
+ * import { ActorSystem } from "tickwork"
+ *
+ * const error = new ActorSystem.InvalidActorDefinition({ name: "worker", reason: "receive must be a function" })
+ * console.log(error.message)
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidActorDefinition extends Data.TaggedError("InvalidActorDefinition")<{
+  /** The name the actor was to be spawned under (generated names are not made for a definition that fails). */
+  readonly name: string | undefined
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `cannot spawn ${this.name === undefined ? "an actor" : `actor "${this.name}"`}: ${this.reason}`
+  }
+}
+
+/**
  * Why a spawn failed.
  *
  * @since 0.1.0
  * @category errors
  */
-export type SpawnError = InvalidActorName | ActorNameTaken | ActorSystemTerminated
+export type SpawnError = InvalidActorName | ActorNameTaken | ActorSystemTerminated | InvalidActorDefinition
 
 /**
  * Live counts, for diagnostics and for tests that prove nothing leaked.
@@ -299,12 +326,7 @@ export const layer = (
 export const decodeOptions = (options: unknown): Effect.Effect<Options, InvalidActorSystemOptions> =>
   Schema.decodeUnknown(Options, { errors: "all", onExcessProperty: "error" })(options).pipe(
     Effect.mapError(
-      (error) =>
-        new InvalidActorSystemOptions({
-          details: ParseResult.ArrayFormatter.formatErrorSync(error)
-            .map((issue) => `- ${issue.path.join(".") || "options"}: ${issue.message}`)
-            .join("\n")
-        })
+      (error) => new InvalidActorSystemOptions({ details: formatOptionsError(error, options, '{ name: "app" }') })
     )
   )
 

@@ -54,6 +54,33 @@ describe("ActorSystem.layer options", () => {
     })
   )
 
+  it.effect("reports one line per bad option and nothing else, whatever the caller passed", () =>
+    Effect.gen(function* () {
+      const details = (options: unknown) =>
+        Effect.map(Effect.flip(ActorSystem.decodeOptions(options)), (error) => error.details)
+      for (const input of [undefined, null, "app", 42, [1]]) {
+        const text = yield* details(input)
+        assert.match(text, /^- options: must be an object such as \{ name: "app" \}, got /, String(input))
+        assert.notInclude(text, "\n", "one line")
+      }
+      assert.strictEqual(
+        yield* details({ name: 5, throughput: "x", mailboxCapacity: 0, askTimeout: "soon", guardian: "explode" }),
+        [
+          "- name: expected string, got 5",
+          "- mailboxCapacity: must be a positive integer",
+          '- askTimeout: must be a positive finite duration such as "5 seconds" or 5000 (millis)',
+          '- throughput: expected number, got "x"',
+          '- guardian: expected "restart", "stop" or "resume", got "explode"'
+        ].join("\n")
+      )
+      assert.strictEqual(
+        yield* details({ name: "ok", workers: { maxThreads: "2" } }),
+        '- workers.maxThreads: expected number, got "2"'
+      )
+      assert.strictEqual(yield* details({}), "- name: is missing")
+    })
+  )
+
   it.effect("validates the worker pool options inside the root options", () =>
     Effect.gen(function* () {
       const error = yield* build({ name: "ok", workers: { minThreads: 4, maxThreads: 2 } })

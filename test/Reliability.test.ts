@@ -308,7 +308,7 @@ describe("reliability: a stop takes a bounded time", () => {
     Effect.gen(function* () {
       for (const stopTimeout of [0, -1, "soon", Number.NaN, Number.POSITIVE_INFINITY]) {
         const error = yield* Effect.flip(ActorSystem.decodeOptions({ name: "x", stopTimeout }))
-        assert.include(error.message, "stopTimeout must be a positive finite duration", String(stopTimeout))
+        assert.include(error.message, "- stopTimeout: must be a positive finite duration", String(stopTimeout))
       }
     })
   )

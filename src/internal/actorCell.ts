@@ -24,7 +24,7 @@ import type { Actor, ActorContext } from "../Actor.js"
 import type { ActorRef } from "../ActorRef.js"
 import type { ActorSystemService, SpawnError } from "../ActorSystem.js"
 import type { LogContext } from "../LogContext.js"
-import type { SupervisorStrategy } from "../Supervision.js"
+import type { Directive, SupervisorStrategy } from "../Supervision.js"
 import { CellContext } from "./actorContext.js"
 import { type ActorHooks, hooksOf } from "./actorHooks.js"
 import { completeNow, type Dispatcher, installFiberRefs } from "./dispatcher.js"
@@ -676,9 +676,18 @@ export class ActorCell {
 
   private onFailure(cause: Cause.Cause<unknown>): Effect.Effect<void> {
     const strategy = this.parent?.actor.supervisorStrategy ?? this.host.guardianStrategy
-    let directive = strategy.decide(cause)
+    let directive: Directive
+    let decided: Cause.Cause<unknown> = cause
+    try {
+      directive = strategy.decide(cause)
+      if (!DIRECTIVES.has(directive)) throw new TypeError(`decide returned ${String(directive)}, not a directive`)
+    } catch (defect) {
+      // a decider that throws (or answers nonsense) cannot be obeyed: the safe answer is to stop the actor
+      directive = "stop"
+      decided = Cause.sequential(cause, Cause.die(defect))
+    }
     if (directive === "restart" && !this.mayRestart(strategy)) directive = "stop"
-    const logged = Effect.logError(`actor failed; supervisor directive: ${directive}`, cause)
+    const logged = Effect.logError(`actor failed; supervisor directive: ${directive}`, decided)
     switch (directive) {
       case "resume":
         return logged
@@ -913,6 +922,8 @@ const attempt = (handler: () => Effect.Effect<unknown, unknown, any>): Effect.Ef
 /** A handler returned nothing (a JavaScript caller's `return` forgotten): a defect, so supervision sees it. */
 const notAnEffect = (handler: string, value: unknown): Effect.Effect<never> =>
   Effect.die(new TypeError(`${handler} returned ${value} instead of an Effect`))
+
+const DIRECTIVES: ReadonlySet<string> = new Set<Directive>(["resume", "restart", "stop", "escalate"])
 
 /** Runs a lifecycle hook; its failure is logged, never propagated (interruption excepted). */
 const guard = (hook: () => Effect.Effect<void, never, any>, name: string): Effect.Effect<void> =>

@@ -26,6 +26,7 @@ import {
   ActorNameTaken,
   type ActorSystemService,
   ActorSystemTerminated,
+  InvalidActorDefinition,
   InvalidActorName,
   type Options,
   type SpawnError,
@@ -54,7 +55,7 @@ import { isolated, withoutParentSpan } from "./logContext.js"
 import { type Delivery, FunctionRef } from "./refs.js"
 import { alreadyCancelled, cancelNow, ScheduledFunction, ScheduledMessage, type SchedulerHost } from "./scheduler.js"
 import { TimerDriver, TimerEntry, type TimerLabel } from "./timerDriver.js"
-import { checkRef, checkReference, checkTask, describeValue, firstInstant } from "./validate.js"
+import { actorProblem, checkRef, checkReference, checkTask, describeValue, firstInstant } from "./validate.js"
 
 const NO_TAGS: ReadonlyArray<MetricLabel.MetricLabel> = []
 
@@ -275,15 +276,19 @@ export class SystemImpl implements CellHost, SchedulerHost {
       }
       if (name !== undefined) {
         const reason =
-          name.length === 0
-            ? "must not be empty"
-            : name.includes("/")
-              ? "must not contain '/'"
-              : name.startsWith("$")
-                ? "names starting with '$' are reserved for generated names"
-                : undefined
-        if (reason !== undefined) return Effect.fail(new InvalidActorName({ name, reason }))
+          typeof name !== "string"
+            ? "must be a string"
+            : name.length === 0
+              ? "must not be empty"
+              : name.includes("/")
+                ? "must not contain '/'"
+                : name.startsWith("$")
+                  ? "names starting with '$' are reserved for generated names"
+                  : undefined
+        if (reason !== undefined) return Effect.fail(new InvalidActorName({ name: describeValue(name), reason }))
       }
+      const problem = actorProblem(actor)
+      if (problem !== undefined) return Effect.fail(new InvalidActorDefinition({ name, reason: problem }))
       const siblings = parent === undefined ? this.topLevel : parent.childMap()
       const actualName = name ?? (parent === undefined ? `$${(this.anonymous++).toString(36)}` : parent.nextChildName())
       const path = `${parent === undefined ? "/user" : parent.path}/${actualName}`

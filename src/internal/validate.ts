@@ -5,8 +5,10 @@
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import { isActor } from "../Actor.js"
 import { isActorRef } from "../ActorRef.js"
 import * as QuartzCron from "../QuartzCron.js"
+import type { SupervisorStrategy } from "../Supervision.js"
 import { InvalidCronExpression, InvalidTimerReference, InvalidTimerTarget } from "../TimerError.js"
 
 /** A short, safe text for any value, for an error message (never throws: a getter or `toString` may). */
@@ -61,3 +63,43 @@ export const firstInstant = (
         reason: `it has no instant after ${DateTime.formatIso(DateTime.unsafeMake(now))}, so it could never fire`
       })
   )
+
+/** Why `strategy` cannot supervise, or undefined when it can (see `Supervision.decider`). */
+export const strategyProblem = (strategy: unknown): string | undefined => {
+  if (strategy === null || typeof strategy !== "object") return "must be a SupervisorStrategy (see Supervision)"
+  const { decide, maxRestarts, withinMillis } = strategy as Partial<SupervisorStrategy>
+  if (typeof decide !== "function") return "its decide must be a function"
+  if (!(maxRestarts === Number.POSITIVE_INFINITY || (Number.isInteger(maxRestarts) && maxRestarts! >= 0))) {
+    return `maxRestarts must be a whole number >= 0 (or Infinity), got ${maxRestarts}`
+  }
+  if (!(typeof withinMillis === "number" && withinMillis >= 1)) {
+    return `within must be a duration of at least 1 ms, got ${withinMillis} ms`
+  }
+  return undefined
+}
+
+/** Definitions checked already: a kind's actor (a grain's, an entity's) is checked once, not at every spawn. */
+const checked = new WeakSet<object>()
+
+/** Why `actor` cannot be spawned, or undefined when it can. */
+export const actorProblem = (actor: unknown): string | undefined => {
+  if (actor !== null && typeof actor === "object" && checked.has(actor)) return undefined
+  if (!isActor(actor)) return `${describeValue(actor)} is not an actor: make one with Actor.make`
+  for (const hook of ["preStart", "receive", "postStop", "preRestart", "postRestart"] as const) {
+    if (typeof actor[hook] !== "function") return `${hook} must be a function, got ${describeValue(actor[hook])}`
+  }
+  const capacity = actor.mailboxCapacity
+  if (
+    capacity !== undefined &&
+    capacity !== Number.POSITIVE_INFINITY &&
+    !(Number.isInteger(capacity) && capacity > 0)
+  ) {
+    return `mailboxCapacity must be a positive whole number (or Infinity for unbounded), got ${describeValue(capacity)}`
+  }
+  if (actor.supervisorStrategy !== undefined) {
+    const problem = strategyProblem(actor.supervisorStrategy)
+    if (problem !== undefined) return `supervisorStrategy: ${problem}`
+  }
+  checked.add(actor)
+  return undefined
+}
