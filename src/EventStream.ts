@@ -74,6 +74,26 @@ export class SchedulerError extends Data.TaggedClass("SchedulerError")<{
 }> {}
 
 /**
+ * `subscribe` was given something that cannot subscribe: a subscriber that is not an `ActorRef`, or a classifier that
+ * is neither a class nor an object with an `is` function.
+ *
+ * @example
+ * ```ts
+ * import { EventStream } from "tickwork"
+ *
+ * console.log(new EventStream.InvalidSubscription({ reason: "the classifier must be a class" }).message)
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidSubscription extends Data.TaggedError("InvalidSubscription")<{ readonly reason: string }> {
+  override get message(): string {
+    return `invalid event stream subscription: ${this.reason}`
+  }
+}
+
+/**
  * What a subscription selects: a class (matched with `instanceof`) or a refinement.
  *
  * @since 0.1.0
@@ -88,8 +108,16 @@ export type Classifier<A> = (abstract new (...args: any) => A) | { readonly is: 
  * @category models
  */
 export interface EventStream {
-  /** Delivers every published event matching `classifier` to `subscriber`. Subscribing twice is idempotent. */
-  readonly subscribe: <A>(subscriber: ActorRef<A>, classifier: Classifier<A>) => Effect.Effect<void>
+  /**
+   * Delivers every published event matching `classifier` to `subscriber`. Subscribing twice is idempotent. A
+   * subscriber that is not an `ActorRef`, or a classifier that is neither a class nor an object with an `is` function,
+   * fails with `InvalidSubscription`. A subscriber or classifier that throws while an event is published misses that
+   * event (the throw is logged at error level); the other subscribers and the publisher are not affected.
+   */
+  readonly subscribe: <A>(
+    subscriber: ActorRef<A>,
+    classifier: Classifier<A>
+  ) => Effect.Effect<void, InvalidSubscription>
   /** Ends one subscription, or all of `subscriber`'s when no classifier is given. */
   readonly unsubscribe: (subscriber: ActorRef<any>, classifier?: Classifier<unknown>) => Effect.Effect<void>
   /** Publishes `event` to every matching subscriber. */

@@ -65,9 +65,16 @@ export interface TimerScheduler<Msg> {
   /**
    * Sends `message` at the delays an Effect `Schedule` yields, stepped from the moment the timer starts: the first
    * tick after the schedule's first delay, and no more once the schedule is done. Exponential backoff, jitter, caps
-   * and unions all work.
+   * and unions all work. Like every timer, it fires at most once per millisecond: a delay the schedule computes below
+   * 1 ms after a firing waits 1 ms. A value that is not a `Schedule` fails with `InvalidTimerInterval`; a schedule
+   * that throws while stepped ends the timer (its tick of that firing is still delivered) and is logged and counted
+   * as a timer fault.
    */
-  startTimerWithSchedule(key: string, message: Msg, schedule: Schedule.Schedule<unknown>): Effect.Effect<void>
+  startTimerWithSchedule(
+    key: string,
+    message: Msg,
+    schedule: Schedule.Schedule<unknown>
+  ): Effect.Effect<void, InvalidTimerInterval>
   /** Cancels the timer under `key` and drops its queued ticks; true when a timer was active. */
   cancel(key: string): Effect.Effect<boolean>
   /** Cancels every timer of this incarnation. */

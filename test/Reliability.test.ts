@@ -374,3 +374,72 @@ describe("reliability: dead letters are visible", () => {
     }).pipe(Effect.provide(logs))
   })
 })
+
+describe("reliability: every bad input to an actor is a typed error", () => {
+  it.effect("context.timers: a Schedule that is not one, a receive timeout below 1 ms", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const Checks = Actor.make<string>()({
+        preStart: (ctx) =>
+          Effect.gen(function* () {
+            const schedule = yield* Effect.flip(
+              ctx.timers.startTimerWithSchedule("s", "s", "100 millis" as unknown as Schedule.Schedule<unknown>)
+            )
+            yield* probe.ref.tell(`${schedule._tag}: ${schedule.message}`)
+            for (const timeout of [0, "0 millis", -1, "soon"]) {
+              const error = yield* Effect.flip(ctx.setReceiveTimeout(timeout as number, "idle"))
+              yield* probe.ref.tell(`${error._tag}: ${error.reason}`)
+            }
+            assert.deepStrictEqual(yield* ctx.timers.activeKeys, [])
+          }),
+        receive: () => Effect.void
+      })
+      yield* ActorSystem.spawn(Checks, "checks")
+      assert.match(yield* probe.expectMessage, /^InvalidTimerInterval: .*the schedule must be an Effect Schedule/)
+      assert.strictEqual(
+        yield* probe.expectMessage,
+        "InvalidTimerDelay: a receive timeout must be at least 1 ms (cancel it with cancelReceiveTimeout)"
+      )
+      assert.include(yield* probe.expectMessage, "at least 1 ms")
+      assert.strictEqual(yield* probe.expectMessage, "InvalidTimerDelay: must not be negative")
+      assert.include(yield* probe.expectMessage, "is not a duration")
+    }).pipe(Effect.provide(ActorSystem.layer({ name: "inputs" })))
+  )
+
+  it.effect(
+    "the event stream: bad subscriptions are typed errors; a subscriber that throws misses only its event",
+    () => {
+      const { layer: logs, logs: lines } = captureLogs()
+      return Effect.gen(function* () {
+        const system = yield* ActorSystem.ActorSystem
+        const probe = yield* TestProbe.make<EventStream.DeadLetter>()
+        const notARef = yield* Effect.flip(
+          system.eventStream.subscribe({} as ActorRef.ActorRef<unknown>, EventStream.DeadLetter)
+        )
+        assert.strictEqual(notARef._tag, "InvalidSubscription")
+        assert.include(notARef.message, "the subscriber must be an ActorRef")
+        const noClassifier = yield* Effect.flip(
+          system.eventStream.subscribe(
+            probe.ref,
+            undefined as unknown as EventStream.Classifier<EventStream.DeadLetter>
+          )
+        )
+        assert.include(noClassifier.message, "the classifier must be a class or an object with an is function")
+        // a classifier that throws and a custom ref that throws, before the probe's subscription
+        yield* system.eventStream.subscribe(throwingRef as ActorRef.ActorRef<unknown>, EventStream.DeadLetter)
+        yield* system.eventStream.subscribe(probe.ref, {
+          is: (u: unknown): u is EventStream.DeadLetter => {
+            if (u instanceof EventStream.DeadLetter && u.message === "trap") throw new Error("classifier bug")
+            return u instanceof EventStream.DeadLetter
+          }
+        })
+        yield* system.deadLetters.tell("trap")
+        yield* system.deadLetters.tell("fine")
+        assert.strictEqual((yield* probe.expectMessage).message, "fine")
+        yield* TestClock.adjust("1 millis")
+        const errors = lines.filter((line) => line.level === "ERROR" && line.message.includes("subscriber threw"))
+        assert.strictEqual(errors.length, 3, "the custom ref twice, the classifier once")
+      }).pipe(Effect.provide(ActorSystem.layer({ name: "events" })), Effect.provide(logs))
+    }
+  )
+})

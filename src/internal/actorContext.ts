@@ -8,14 +8,15 @@
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import type * as Schedule from "effect/Schedule"
+import * as Schedule from "effect/Schedule"
 import type { Actor, ActorContext } from "../Actor.js"
 import type { ActorRef } from "../ActorRef.js"
 import type { ActorSystemService, SpawnError } from "../ActorSystem.js"
-import type { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
+import { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
 import type { TimerScheduler } from "../Timers.js"
 import { type ActorCell, CellRef, Mode } from "./actorCell.js"
-import { delayMillis, periodMillis } from "./duration.js"
+import { delayMillis, MIN_INTERVAL_MILLIS, periodMillis } from "./duration.js"
+import { describeValue } from "./validate.js"
 
 const fromEither = <A, E>(either: Either.Either<A, E>, f: (a: A) => void): Effect.Effect<void, E> =>
   Either.isLeft(either) ? Effect.fail(either.left) : Effect.sync(() => f(either.right))
@@ -54,8 +55,20 @@ class CellTimers implements TimerScheduler<any> {
     return this.periodic(Mode.FixedRate, key, message, interval, initialDelay)
   }
 
-  startTimerWithSchedule(key: string, message: unknown, schedule: Schedule.Schedule<unknown>): Effect.Effect<void> {
+  startTimerWithSchedule(
+    key: string,
+    message: unknown,
+    schedule: Schedule.Schedule<unknown>
+  ): Effect.Effect<void, InvalidTimerInterval> {
     return Effect.suspend(() => {
+      if (!Schedule.isSchedule(schedule)) {
+        return Effect.fail(
+          new InvalidTimerInterval({
+            intervalMillis: Number.NaN,
+            reason: `the schedule must be an Effect Schedule, got ${describeValue(schedule)}`
+          })
+        )
+      }
       const cell = this.cell
       const timer = cell.startTimer(key, message, Mode.Schedule, 0, 0, schedule)
       if (timer === undefined) return Effect.void
@@ -146,11 +159,21 @@ export class CellContext extends CellTimers implements ActorContext<any> {
   }
 
   setReceiveTimeout(timeout: Duration.DurationInput, message: unknown): Effect.Effect<void, InvalidTimerDelay> {
-    return Effect.suspend(() =>
-      fromEither(delayMillis(timeout), (millis) => {
-        this.cell.setReceiveTimeout(Math.max(millis, 1), message)
+    return Effect.suspend(() => {
+      const millis = delayMillis(timeout)
+      if (Either.isRight(millis) && millis.right < MIN_INTERVAL_MILLIS) {
+        // a timeout of 0 would fire on every turn of an idle actor: like an interval, it has the engine's floor
+        return Effect.fail(
+          new InvalidTimerDelay({
+            delayMillis: millis.right,
+            reason: `a receive timeout must be at least ${MIN_INTERVAL_MILLIS} ms (cancel it with cancelReceiveTimeout)`
+          })
+        )
+      }
+      return fromEither(millis, (ms) => {
+        this.cell.setReceiveTimeout(ms, message)
       })
-    )
+    })
   }
 
   get cancelReceiveTimeout(): Effect.Effect<void> {

@@ -129,7 +129,15 @@ export class SystemImpl implements CellHost, SchedulerHost {
   readonly stopTimeoutMillis: number
   readonly defaultMailboxCapacity: number
   readonly guardianStrategy: Supervision.SupervisorStrategy
-  readonly eventStream = new EventStreamImpl()
+  readonly eventStream = new EventStreamImpl((subscriber, event, defect) => {
+    if (this.runtime === undefined) return
+    Runtime.runFork(this.runtime)(
+      Effect.logError(
+        `an event stream subscriber threw while ${describeValue(event)} was published to it; it misses that event`,
+        Cause.die(defect)
+      ).pipe(Effect.annotateLogs({ system: this.name, subscriber: String(subscriber) }))
+    )
+  })
   private readonly cells = new Set<ActorCell>()
   private readonly topLevel = new Map<string, ActorCell>()
   /** Schedules armed and not yet done or cancelled (the entries themselves live in the engine and in mailboxes). */
