@@ -246,7 +246,6 @@ export const runSequence = (ops: ReadonlyArray<Op>): Effect.Effect<void> =>
     }))
     const schedules: Array<{ readonly cancel: Effect.Effect<boolean> }> = []
     let generation = 0
-    let taskRuns = 0
 
     const Subject = (subject: { current: Subject | undefined }) =>
       Actor.make<SubjectMsg>()({
@@ -427,9 +426,7 @@ export const runSequence = (ops: ReadonlyArray<Op>): Effect.Effect<void> =>
         case "ScheduleTask": {
           const task =
             op.outcome === "succeed"
-              ? Effect.sync(() => {
-                  taskRuns++
-                })
+              ? Effect.void
               : op.outcome === "fail"
                 ? Effect.fail("task failed on purpose")
                 : Effect.die("task died on purpose")
