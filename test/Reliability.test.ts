@@ -304,6 +304,21 @@ describe("reliability: a stop takes a bounded time", () => {
     })
   )
 
+  it.effect("shutdown leaves none of the stopped actors' diagnostic context on the caller", () => {
+    const { layer: logs, logs: lines } = captureLogs()
+    return Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const Busy = Actor.make<string>()({ receive: () => Effect.sleep("1 hour") })
+      const ref = yield* system.spawn(Busy, "busy")
+      yield* ref.tell("work")
+      yield* TestClock.adjust("1 millis")
+      yield* system.shutdown
+      yield* Effect.logInfo("after shutdown")
+      const after = lines.find((line) => line.message === "after shutdown")!
+      assert.deepStrictEqual(after.annotations, {})
+    }).pipe(Effect.provide(ActorSystem.layer({ name: "clean" })), Effect.provide(logs))
+  })
+
   it.effect("stopTimeout must be a positive finite duration", () =>
     Effect.gen(function* () {
       for (const stopTimeout of [0, -1, "soon", Number.NaN, Number.POSITIVE_INFINITY]) {

@@ -588,7 +588,8 @@ export class ActorCell {
       })
       return Effect.zipRight(
         interrupted,
-        Effect.suspend(() => Fiber.join(Runtime.runFork(runtime)(this.terminate(true, true))))
+        // awaited, not joined: a join would copy the actor's FiberRefs (its `actor` annotation) into the caller
+        Effect.suspend(() => Effect.flatten(Fiber.await(Runtime.runFork(runtime)(this.terminate(true, true)))))
       )
     })
   }
