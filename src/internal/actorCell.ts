@@ -27,7 +27,7 @@ import type { LogContext } from "../LogContext.js"
 import type { Directive, SupervisorStrategy } from "../Supervision.js"
 import { CellContext } from "./actorContext.js"
 import { type ActorHooks, hooksOf } from "./actorHooks.js"
-import { completeNow, type Dispatcher, installFiberRefs } from "./dispatcher.js"
+import { completeNow, type Dispatcher } from "./dispatcher.js"
 import { scheduleDue } from "./duration.js"
 import type { FiberRefsCache } from "./fiberRefsCache.js"
 import { EMPTY, Mailbox } from "./mailbox.js"
@@ -452,8 +452,8 @@ export class ActorCell {
   }
 
   /** Called by the dispatcher before the first effect of a drain that runs on `fiber`. */
-  install(fiber: Fiber.RuntimeFiber<unknown, unknown>): void {
-    installFiberRefs(fiber, this.fiberRefs(fiber.id()))
+  fiberRefsOn(fiber: Fiber.RuntimeFiber<unknown, unknown>): FiberRefs.FiberRefs {
+    return this.fiberRefs(fiber.id())
   }
 
   /**

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect } from "effect"
+import { Cause, Effect, FiberRefs } from "effect"
 import { Dispatcher, type Drainable } from "../../src/internal/dispatcher.js"
 
 /** A drainable that hands out `items` one by one, or throws from `next` when `broken`. */
@@ -17,7 +17,9 @@ class Fake implements Drainable {
   enter(): boolean {
     return true
   }
-  install(): void {}
+  fiberRefsOn(): FiberRefs.FiberRefs {
+    return FiberRefs.empty()
+  }
   next(): Effect.Effect<unknown, unknown> | undefined {
     if (this.broken) throw new Error("the drain's machinery is broken")
     return this.items.shift()
