@@ -32,8 +32,9 @@ export const TypeId: unique symbol = Symbol.for("tickwork/Actor")
 export type TypeId = typeof TypeId
 
 /**
- * What an actor sees while it runs. Its operations are methods: call them on the context (`ctx.spawn(...)`,
- * `ctx.timers.cancel(key)`); a method taken off the object loses it.
+ * What an actor sees while it runs. Every member is a property that works on its own, so destructuring is safe
+ * (`const { spawn, timers } = ctx`): an operation with arguments is a function returning an `Effect`, one without is
+ * the `Effect` itself (`cancelReceiveTimeout`). `sender` is read when it is read: take it while handling the message.
  *
  * @since 0.1.0
  * @category models
@@ -51,14 +52,14 @@ export interface ActorContext<Msg> {
   /** The live children. */
   readonly children: ReadonlyArray<ActorRef<never>>
   /** Spawns a child supervised by this actor; the name is generated when omitted. */
-  spawn<M, S, E, R>(actor: Actor<M, S, E, R>, name?: string): Effect.Effect<ActorRef<M>, SpawnError, R>
+  readonly spawn: <M, S, E, R>(actor: Actor<M, S, E, R>, name?: string) => Effect.Effect<ActorRef<M>, SpawnError, R>
   /** Stops a child (or this actor) after the message being handled; waits when it is another actor. */
-  stop(ref: ActorRef<never>): Effect.Effect<void>
+  readonly stop: (ref: ActorRef<never>) => Effect.Effect<void>
   /**
    * Sends `message` to self after `timeout` without user messages, and again after each further `timeout` of
    * silence. Ticks (timers, scheduler messages) and the timeout message itself do not count as activity.
    */
-  setReceiveTimeout(timeout: Duration.DurationInput, message: Msg): Effect.Effect<void, InvalidTimerDelay>
+  readonly setReceiveTimeout: (timeout: Duration.DurationInput, message: Msg) => Effect.Effect<void, InvalidTimerDelay>
   readonly cancelReceiveTimeout: Effect.Effect<void>
 }
 

@@ -210,6 +210,39 @@ describe("context.timers", () => {
     }).pipe(Effect.provide(SystemLive))
   )
 
+  it.effect("every member of ctx and ctx.timers works destructured, off its object", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const Child = Actor.make<string>()({ receive: () => Effect.void })
+      const Detached = Actor.make<string>()({
+        preStart: (ctx) =>
+          Effect.gen(function* () {
+            const { timers, spawn, stop, self, path, setReceiveTimeout, cancelReceiveTimeout } = ctx
+            const { startSingleTimer, startTimerWithFixedDelay, startTimerAtFixedRate, startTimerWithSchedule } = timers
+            const { cancel, cancelAll, isTimerActive, activeKeys } = timers
+            yield* Effect.orDie(startSingleTimer("single", "single", "10 millis"))
+            yield* Effect.orDie(startTimerWithFixedDelay("delay", "delay", "1 hour"))
+            yield* Effect.orDie(startTimerAtFixedRate("rate", "rate", "1 hour"))
+            yield* Effect.orDie(startTimerWithSchedule("schedule", "schedule", Schedule.spaced("1 hour")))
+            assert.deepStrictEqual(yield* activeKeys, ["single", "delay", "rate", "schedule"])
+            assert.isTrue(yield* cancel("delay"))
+            assert.isFalse(yield* isTimerActive("delay"))
+            yield* Effect.orDie(setReceiveTimeout("1 hour", "idle"))
+            yield* cancelReceiveTimeout
+            const child = yield* Effect.orDie(spawn(Child, "child"))
+            yield* stop(child)
+            yield* probe.ref.tell(`${path} ${self.path} ${ctx.children.length}`)
+            yield* cancelAll
+            assert.deepStrictEqual(yield* activeKeys, [])
+          }),
+        receive: (msg) => probe.ref.tell(msg)
+      })
+      yield* ActorSystem.spawn(Detached, "detached")
+      yield* TestClock.adjust("1 second")
+      assert.deepStrictEqual(yield* labels(probe), ["/user/detached /user/detached 0:0"])
+    }).pipe(Effect.provide(SystemLive))
+  )
+
   it.effect("startTimerWithSchedule with a union of schedules ticks on both", () =>
     Effect.gen(function* () {
       const { probe, ref } = yield* setup()
