@@ -15,8 +15,10 @@ import type { ActorRef } from "../ActorRef.js"
 import type { ActorSystemService, SpawnError } from "../ActorSystem.js"
 import { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
 import type { TimerScheduler } from "../Timers.js"
-import { type ActorCell, CellRef, Mode } from "./actorCell.js"
+import { type ActorCell, CellRef } from "./actorCell.js"
+import { Mode, removeTimer, startTimer } from "./actorTimers.js"
 import { delayMillis, MIN_INTERVAL_MILLIS, periodMillis } from "./duration.js"
+import { clearReceiveTimeout, setReceiveTimeout } from "./receiveTimeout.js"
 import { describeValue } from "./validate.js"
 
 const fromEither = <A, E>(either: Either.Either<A, E>, f: (a: A) => void): Effect.Effect<void, E> =>
@@ -32,7 +34,7 @@ const periodic =
   ): Effect.Effect<void, InvalidTimerInterval | InvalidTimerDelay> =>
     Effect.suspend(() =>
       fromEither(periodMillis(interval, initialDelay), ({ every, first }) => {
-        cell.startTimer(key, message, mode, first, every)
+        startTimer(cell, key, message, mode, first, every)
       })
     )
 
@@ -45,7 +47,7 @@ class CellTimers implements TimerScheduler<any> {
     return (key: string, message: unknown, delay: Duration.DurationInput): Effect.Effect<void, InvalidTimerDelay> =>
       Effect.suspend(() =>
         fromEither(delayMillis(delay), (millis) => {
-          cell.startTimer(key, message, Mode.Single, millis, 0)
+          startTimer(cell, key, message, Mode.Single, millis, 0)
         })
       )
   }
@@ -74,7 +76,7 @@ class CellTimers implements TimerScheduler<any> {
             })
           )
         }
-        const timer = cell.startTimer(key, message, Mode.Schedule, 0, 0, schedule)
+        const timer = startTimer(cell, key, message, Mode.Schedule, 0, 0, schedule)
         if (timer === undefined) return Effect.void
         return timer.step(cell.host.driver.now(), cell.host.driver, false)
       })
@@ -86,7 +88,7 @@ class CellTimers implements TimerScheduler<any> {
       Effect.sync(() => {
         const timer = cell.timers?.get(key)
         if (timer === undefined) return false
-        cell.removeTimer(timer)
+        removeTimer(cell, timer)
         return true
       })
   }
@@ -95,7 +97,7 @@ class CellTimers implements TimerScheduler<any> {
     const cell = this.cell
     return Effect.sync(() => {
       const timers = cell.timers
-      if (timers !== undefined) for (const timer of Array.from(timers.values())) cell.removeTimer(timer)
+      if (timers !== undefined) for (const timer of Array.from(timers.values())) removeTimer(cell, timer)
     })
   }
 
@@ -172,13 +174,13 @@ export class CellContext extends CellTimers implements ActorContext<any> {
           )
         }
         return fromEither(millis, (ms) => {
-          cell.setReceiveTimeout(ms, message)
+          setReceiveTimeout(cell, ms, message)
         })
       })
   }
 
   get cancelReceiveTimeout(): Effect.Effect<void> {
     const cell = this.cell
-    return Effect.sync(() => cell.clearReceiveTimeout())
+    return Effect.sync(() => clearReceiveTimeout(cell))
   }
 }

@@ -7,7 +7,7 @@ import type * as Fiber from "effect/Fiber"
 import type { ActorRef } from "../ActorRef.js"
 import type { Cancellable } from "../Scheduler.js"
 import { CellRef } from "./actorCell.js"
-import { flushMetrics, recordDelivered, recordLateness } from "./metrics.js"
+import { flushMetrics, recordDelivered, recordDropped, recordLateness } from "./metrics.js"
 import { MailboxTick } from "./tick.js"
 import { type TimerDriver, TimerEntry, type TimerLabel } from "./timerDriver.js"
 
@@ -141,6 +141,12 @@ export class ScheduledMessage extends MailboxTick implements Cancellable, Settli
 
   undeliverable(): void {
     this.settle()
+  }
+
+  /** A scheduled message that cannot reach its stopped target is a dead letter, unless it was cancelled. */
+  override lost(deadLetter: (message: unknown, sender: ActorRef<any> | undefined) => void): void {
+    if (this.accept()) deadLetter(this.message, this.sender)
+    else recordDropped("owner_stopped")
   }
 
   /** A one-shot is done once its message was handled or could not be delivered. */
