@@ -79,7 +79,7 @@ export class ActorCell {
   timerTables: Array<TimerTable> | undefined = undefined
   /**
    * Completed at termination; made only when someone waits for it. Not a `Latch`: whether it is released follows from
-   * `status`, so a latch's own state (and object, ~32 B an actor) would repeat it.
+   * `status`, so a latch's own state (and object) would repeat it.
    */
   private done: Deferred.Deferred<void> | undefined = undefined
   readonly context: ActorContext<any>
@@ -90,7 +90,7 @@ export class ActorCell {
    * (`ActorSystem.spawnerBase`), shared by the actors spawned from the same FiberRefs. Set by the system at spawn.
    */
   baseRefs: FiberRefs.FiberRefs | undefined = undefined
-  /** `Flag`s: four booleans in one field (~24 B an actor fewer than four fields). */
+  /** `Flag`s: four booleans in one field rather than four fields in every actor. */
   private flags = 0
   receiveTimeout: ReceiveTimeout | undefined = undefined
   lastActivity = 0
@@ -127,7 +127,7 @@ export class ActorCell {
     this.flags = on ? this.flags | flag : this.flags & ~flag
   }
 
-  /** The last segment of the path (not a field: ~8 B an actor; read when an actor terminates). */
+  /** The last segment of the path (not a field in every actor: it is read when an actor terminates). */
   get name(): string {
     return this.path.slice(this.path.lastIndexOf("/") + 1)
   }

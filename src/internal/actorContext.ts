@@ -2,7 +2,7 @@
  * `ActorContext` and `context.timers` for a mailbox-backed actor.
  *
  * One small object over the cell serves as both (`context.timers` is the context itself: their members do not overlap),
- * so an actor pays no closure per operation while it is idle (closures made up front cost about 3 KB per actor). Each
+ * so an actor pays no closure per operation while it is idle (closures made up front would be most of an actor). Each
  * operation is a getter that returns a function closed over the cell, so it is made when it is read: `ctx.timers.cancel`
  * and a destructured `const { cancel } = ctx.timers` both work, for the price of one small closure per read.
  */

@@ -322,7 +322,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
    * The spawner's FiberRefs with its services but not its tracing parent, and no log span: the actors it spawns start
    * from these and set their diagnostic context to their `actor` annotation alone (`ActorCell.fiberRefs`, per drain).
    * Kept for the next spawn from the same FiberRefs (a fiber spawning in a loop, a registry's runtime), whose actors
-   * then share one base instead of each holding its own (~0.4 KB an actor).
+   * then share one base instead of each holding its own.
    */
   private spawnerBase(refs: FiberRefs.FiberRefs, fiberId: FiberId.Runtime): FiberRefs.FiberRefs {
     if (this.lastSpawner !== undefined && sameValues(this.lastSpawner, refs)) return this.lastBase

@@ -72,37 +72,33 @@ const MAX_SLEEP_MILLIS = 2 ** 31 - 1
 const BATCH = 50_000
 
 /**
- * How long before a window of far timers starts the driver begins to open it. Opening is ~100 ns per timer; begun one
- * second ahead, the opening of the next window ran into the burst of the window before it (1M timers due within one
- * second, straddling two windows: ~250 ms of it late by 5-20 ms); three seconds ahead, it is done before.
+ * How long before a window of far timers starts the driver begins to open it: early enough that opening a window of a
+ * million timers is done before the burst of the window before it (docs/performance.md, "Figures behind the engine's
+ * constants").
  */
 export const OPEN_AHEAD_MILLIS = 3_000
 
 /**
  * How far ahead a window with no far timer in or before it is opened as a timer is inserted into it (`TimerQueue`'s
- * horizon): its timers then go straight to their milliseconds and are never moved. Nearer windows cost one bucket
- * per millisecond instead of one per window, ~10k buckets at most; 1M timers due together cost a move each when they
- * pass through the far level, ~40 ms, and when their window is opened only after a stall, the drain that follows
- * runs ~25% slower.
+ * horizon): its timers then go straight to their milliseconds and are never moved, for the price of one bucket per
+ * millisecond instead of one per window within the horizon.
  */
 export const NEAR_HORIZON_MILLIS = 10_000
 
-/** Timers moved per step of opening a window ahead of time (~1 ms of work), between yields to the event loop. */
+/** Timers moved per step of opening a window ahead of time, between yields to the event loop: a step stays short. */
 const OPEN_STEP = 8_192
 
 /**
  * How long a turn goes on firing what comes due while it runs, before it ends and the driver yields to the event loop
  * (checked between passes over what is due, so a pass that started in time may run past it, up to `BATCH` entries).
- * Yielding costs a millisecond or more (a zero sleep is a `setTimeout(0)` on the live clock), so a driver that yields
- * whenever it falls behind starts each tick of a busy second late by that much: 1M timers due within one second were
- * handled ~3 ms late at the median, ~3 ms later than Node's own timers.
+ * Yielding costs a millisecond or more (a zero sleep is a `setTimeout(0)` on the live clock), so a driver that yielded
+ * whenever it fell behind would start each tick of a busy second late by that much.
  */
 const SLICE_MILLIS = 5
 
 /**
- * Entries fired before the drains they made ready are run (`afterFire`), within a turn. Handling a tick soon after it
- * fired finds the timer's record still in the CPU cache: 1M overdue ticks drained ~1.35x faster than with one run of
- * drains per 50,000-entry batch.
+ * Entries fired before the drains they made ready are run (`afterFire`), within a turn: handling a tick soon after it
+ * fired finds the timer's record still in the CPU cache.
  */
 const FIRE_CHUNK = 1_024
 
