@@ -32,6 +32,7 @@ import * as Workers from "./Workers.js"
  * | `askTimeout` | 5 seconds | `ActorRef.ask`'s default timeout |
  * | `logDeadLetters` | 10 | dead letters logged per interval (a full mailbox at warning level, a stopped recipient at info); the rest are counted and reported in one line when the interval ends; 0 logs none |
  * | `logDeadLettersInterval` | 5 minutes | the interval of `logDeadLetters` |
+ * | `tracing` | `{ spans: "auto" }` | a root span per handled tick, task run and schedule instant (`spans`: `"auto"` when a tracer other than Effect's default is installed, `"always"`, `"never"`); `linkToArming: true` links each span to the span that armed its timer (docs/observability.md) |
  * | `stopTimeout` | 10 seconds | how long a stop (an actor's, a grain's deactivation, an entity's sleep) may take before its handler is interrupted and the stop forced, with a warning naming the actor |
  * | `throughput` | 64 | messages an actor handles in a row before other ready actors get their turn |
  * | `guardian` | `"restart"` | how top-level actors are supervised: `restart`, `stop` or `resume` |
@@ -58,6 +59,12 @@ export const Options = Schema.Struct({
     )
   ),
   logDeadLettersInterval: Schema.optional(positiveDuration("logDeadLettersInterval", '"5 minutes" or 300000 (millis)')),
+  tracing: Schema.optional(
+    Schema.Struct({
+      spans: Schema.optional(Schema.Literal("auto", "always", "never")),
+      linkToArming: Schema.optional(Schema.Boolean)
+    })
+  ),
   throughput: Schema.optional(
     Schema.Number.pipe(Schema.int(), Schema.positive({ message: () => "throughput must be a positive integer" }))
   ),

@@ -183,6 +183,8 @@ export class ActorCell {
   /** Called by the driver when one of this actor's ticks fires. Never suspends. */
   offerTick(tick: MailboxTick, due: number, now: number): Effect.Effect<void> | undefined {
     recordLateness(now - due)
+    const tracing = this.host.tracing
+    if (tracing.enabled) tracing.offered(tick, due)
     if (this.status >= Status.Stopping) {
       tick.lost((message, sender) => this.host.deadLetter(message, sender, this.path, "stopped"))
       tick.undeliverable()
@@ -199,6 +201,7 @@ export class ActorCell {
       return undefined
     }
     recordDropped("mailbox_full")
+    if (tracing.enabled) tracing.droppedOne(tick)
     tick.undeliverable()
     return Effect.logWarning(
       `tick dropped: mailbox full (capacity ${this.mailbox.capacity}); the timer keeps firing`
@@ -369,6 +372,7 @@ export class ActorCell {
       entry.queued--
       if (!entry.accept()) {
         recordDropped("stale")
+        if (this.host.tracing.enabled) this.host.tracing.droppedOne(entry)
         return undefined
       }
       if (this.status !== Status.Running) {
@@ -385,10 +389,18 @@ export class ActorCell {
         // the timer driver's, which may be the one handling the tick (`handleNow`).
         handler = Effect.die(defect)
       }
-      if (handler === undefined) return this.invoke(entry.message, entry.sender, undefined, true)
-      // A tick's own handler runs under this actor's supervision; the state is left as it is.
-      this.completion = Completion.Tick
-      return handler
+      let effect: Effect.Effect<unknown, unknown> | undefined
+      if (handler === undefined) {
+        effect = this.invoke(entry.message, entry.sender, undefined, true)
+      } else {
+        // A tick's own handler runs under this actor's supervision; the state is left as it is.
+        this.completion = Completion.Tick
+        effect = handler
+      }
+      const tracing = this.host.tracing
+      if (!tracing.enabled || effect === undefined) return effect
+      const { key } = entry.label()
+      return tracing.wrapTick(entry, { kind: entry.kind, owner: this.path, key }, this.host.driver.now(), effect)
     }
     if (entry instanceof Envelope) return this.invoke(entry.message, entry.sender, entry.logContext, false)
     this.completion = Completion.Internal

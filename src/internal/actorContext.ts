@@ -19,10 +19,26 @@ import { type ActorCell, CellRef } from "./actorCell.js"
 import { Mode, removeTimer, startTimer } from "./actorTimers.js"
 import { delayMillis, MIN_INTERVAL_MILLIS, periodMillis } from "./duration.js"
 import { clearReceiveTimeout, setReceiveTimeout } from "./receiveTimeout.js"
+import { linkArming } from "./tracing.js"
 import { describeValue } from "./validate.js"
 
 const fromEither = <A, E>(either: Either.Either<A, E>, f: (a: A) => void): Effect.Effect<void, E> =>
   Either.isLeft(either) ? Effect.fail(either.left) : Effect.sync(() => f(either.right))
+
+/** Arms a timer with `arm` once `either` is good; with `linkToArming`, remembers the span that armed it. */
+const armWith = <A, E>(
+  cell: ActorCell,
+  either: Either.Either<A, E>,
+  arm: (a: A) => object | undefined
+): Effect.Effect<void, E> => {
+  if (Either.isLeft(either)) return Effect.fail(either.left)
+  const tracing = cell.host.tracing
+  return tracing.linkToArming
+    ? Effect.suspend(() => linkArming(tracing, arm(either.right)))
+    : Effect.sync(() => {
+        arm(either.right)
+      })
+}
 
 const periodic =
   (cell: ActorCell, mode: Mode) =>
@@ -33,9 +49,9 @@ const periodic =
     initialDelay?: Duration.DurationInput
   ): Effect.Effect<void, InvalidTimerInterval | InvalidTimerDelay> =>
     Effect.suspend(() =>
-      fromEither(periodMillis(interval, initialDelay), ({ every, first }) => {
+      armWith(cell, periodMillis(interval, initialDelay), ({ every, first }) =>
         startTimer(cell, key, message, mode, first, every)
-      })
+      )
     )
 
 /** `context.timers`: the context's base class. */
@@ -46,9 +62,7 @@ class CellTimers implements TimerScheduler<any> {
     const cell = this.cell
     return (key: string, message: unknown, delay: Duration.DurationInput): Effect.Effect<void, InvalidTimerDelay> =>
       Effect.suspend(() =>
-        fromEither(delayMillis(delay), (millis) => {
-          startTimer(cell, key, message, Mode.Single, millis, 0)
-        })
+        armWith(cell, delayMillis(delay), (millis) => startTimer(cell, key, message, Mode.Single, millis, 0))
       )
   }
 
@@ -78,7 +92,10 @@ class CellTimers implements TimerScheduler<any> {
         }
         const timer = startTimer(cell, key, message, Mode.Schedule, 0, 0, schedule)
         if (timer === undefined) return Effect.void
-        return timer.step(cell.host.driver.now(), cell.host.driver, false)
+        return Effect.zipRight(
+          linkArming(cell.host.tracing, timer),
+          timer.step(cell.host.driver.now(), cell.host.driver, false)
+        )
       })
   }
 

@@ -20,6 +20,7 @@ import type * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
+import type * as Tracer from "effect/Tracer"
 import type { Actor } from "../Actor.js"
 import type { ActorRef } from "../ActorRef.js"
 import {
@@ -55,6 +56,7 @@ import { type Delivery, FunctionRef } from "./refs.js"
 import { alreadyCancelled, cancelNow, ScheduledFunction, ScheduledMessage, type SchedulerHost } from "./scheduler.js"
 import { LocalSchedules, type ScheduleHost } from "./schedules.js"
 import { TimerDriver, TimerEntry, type TimerLabel } from "./timerDriver.js"
+import { linkArming, TickTracing } from "./tracing.js"
 import { actorProblem, checkRef, checkReference, checkTask, describeValue, firstInstant } from "./validate.js"
 
 const NO_TAGS: ReadonlyArray<MetricLabel.MetricLabel> = []
@@ -153,12 +155,21 @@ export class SystemImpl implements CellHost, SchedulerHost, ScheduleHost {
   private readonly deadLetterLog: DeadLetterLog
   private terminating = false
 
+  readonly tracing: TickTracing
+
   constructor(
     readonly name: string,
     options: Options,
     clock: Clock.Clock,
-    private readonly scope: Scope.Scope
+    private readonly scope: Scope.Scope,
+    tracer: Tracer.Tracer
   ) {
+    this.tracing = new TickTracing(
+      name,
+      tracer,
+      options.tracing?.spans ?? "auto",
+      options.tracing?.linkToArming ?? false
+    )
     const gauge = activeTimers(name)
     this.driver = new TimerDriver(
       clock,
@@ -424,7 +435,12 @@ export class SystemImpl implements CellHost, SchedulerHost, ScheduleHost {
       // The input is a value: it is checked when the effect is made, and the effect itself is one `sync`.
       const millis = checkMessage(delay, target, sender)
       if (Either.isLeft(millis)) return Effect.fail(millis.left)
-      return Effect.sync(() => armMessage(millis.right, interval, target, msg, sender))
+      return this.tracing.linkToArming
+        ? Effect.suspend(() => {
+            const armed = armMessage(millis.right, interval, target, msg, sender)
+            return Effect.as(linkArming(this.tracing, armed), armed)
+          })
+        : Effect.sync(() => armMessage(millis.right, interval, target, msg, sender))
     }
     const armMessage = (
       millis: number,
@@ -444,27 +460,30 @@ export class SystemImpl implements CellHost, SchedulerHost, ScheduleHost {
       interval: number,
       effect: Effect.Effect<unknown, E, R>
     ): Effect.Effect<Cancellable, InvalidTimerDelay | InvalidTimerTarget, R> =>
-      Effect.flatMap(
-        Effect.context<R>(),
-        (context): Either.Either<Cancellable, InvalidTimerDelay | InvalidTimerTarget> => {
-          const bad = checkTask(effect)
-          if (bad !== undefined) return Either.left(bad)
-          return Either.map(delayMillis(delay), (millis) =>
-            this.terminating
-              ? alreadyCancelled
-              : this.arm(
-                  new ScheduledFunction(
-                    this,
-                    isolated(effect).pipe(Effect.provide(withoutParentSpan(context))) as Effect.Effect<
-                      unknown,
-                      unknown
-                    >,
-                    interval
-                  ),
-                  millis
-                )
-          )
-        }
+      Effect.tap(
+        Effect.flatMap(
+          Effect.context<R>(),
+          (context): Either.Either<Cancellable, InvalidTimerDelay | InvalidTimerTarget> => {
+            const bad = checkTask(effect)
+            if (bad !== undefined) return Either.left(bad)
+            return Either.map(delayMillis(delay), (millis) =>
+              this.terminating
+                ? alreadyCancelled
+                : this.arm(
+                    new ScheduledFunction(
+                      this,
+                      isolated(effect).pipe(Effect.provide(withoutParentSpan(context))) as Effect.Effect<
+                        unknown,
+                        unknown
+                      >,
+                      interval
+                    ),
+                    millis
+                  )
+            )
+          }
+        ),
+        (armed) => linkArming(this.tracing, armed)
       )
     const cron = (
       target: ActorRef<any>,
@@ -629,7 +648,7 @@ export const make = (options: Options): Effect.Effect<ActorSystemService, never,
     const scope = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
     yield* Effect.addFinalizer((exit) => Scope.close(scope, exit))
     const clock = yield* Effect.clock
-    const system = new SystemImpl(options.name, options, clock, scope)
+    const system = new SystemImpl(options.name, options, clock, scope, yield* Effect.tracer)
     yield* system.start()
     yield* Effect.addFinalizer(() => system.service.shutdown)
     return system.service

@@ -18,6 +18,7 @@ import type { Dispatcher } from "./dispatcher.js"
 import type { FiberRefsCache } from "./fiberRefsCache.js"
 import type { Delivery } from "./refs.js"
 import type { TimerDriver } from "./timerDriver.js"
+import type { TickTracing } from "./tracing.js"
 
 /**
  * The timers a runtime built on an actor keeps for one incarnation (an entity's, a Spot's). Registered on the cell, it
@@ -38,6 +39,8 @@ export interface CellHost {
   readonly defaultMailboxCapacity: number
   readonly guardianStrategy: SupervisorStrategy
   readonly fiberRefsCache: FiberRefsCache
+  /** The system's spans (a root span per handled tick when a tracer is installed). */
+  readonly tracing: TickTracing
   spawnCell<M, S, E, R>(
     actor: Actor<M, S, E, R>,
     name: string | undefined,

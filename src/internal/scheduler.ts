@@ -10,6 +10,7 @@ import { CellRef } from "./actorCell.js"
 import { flushMetrics, recordDelivered, recordDropped, recordLateness } from "./metrics.js"
 import { MailboxTick } from "./tick.js"
 import { type TimerDriver, TimerEntry, type TimerLabel } from "./timerDriver.js"
+import type { TickTracing } from "./tracing.js"
 
 enum State {
   Pending = 0,
@@ -20,6 +21,7 @@ enum State {
 /** What scheduler entries need from the system. */
 export interface SchedulerHost {
   readonly driver: TimerDriver
+  readonly tracing: TickTracing
   forkTask(task: Effect.Effect<void>): Effect.Effect<Fiber.RuntimeFiber<void>>
   taskFailed(cause: Cause.Cause<unknown>): Effect.Effect<void>
   release(entry: ScheduledEntry): void
@@ -189,6 +191,7 @@ export class ScheduledFunction extends TimerEntry implements Cancellable, Settli
     } else {
       settleDone(this)
     }
+    if (this.host.tracing.enabled) this.host.tracing.offered(this, this.due)
     if (this.running) {
       this.backlog++
       return undefined
@@ -201,7 +204,9 @@ export class ScheduledFunction extends TimerEntry implements Cancellable, Settli
     // On the task's own fiber, outside any driver batch or dispatcher flush: counted and handed over at once.
     recordDelivered("scheduler_function")
     flushMetrics()
-    return Effect.catchAllCause(this.task, (cause) => this.host.taskFailed(cause))
+    const tracing = this.host.tracing
+    const task = tracing.enabled ? tracing.wrapTick(this, this.label(), this.host.driver.now(), this.task) : this.task
+    return Effect.catchAllCause(task, (cause) => this.host.taskFailed(cause))
   }).pipe(Effect.asVoid)
 
   /** Runs the task, then once per run that came due meanwhile (the backlog is not compressed). */

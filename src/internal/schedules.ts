@@ -35,12 +35,14 @@ import { delayMillis, intervalMillis } from "./duration.js"
 import { isolated, withoutParentSpan } from "./logContext.js"
 import { MailboxTick } from "./tick.js"
 import type { TimerDriver, TimerLabel } from "./timerDriver.js"
+import { linkArming, type TickTracing } from "./tracing.js"
 import { checkRef, checkReference, checkTask, describeValue, firstInstant } from "./validate.js"
 
 /** What the schedules need from the system. */
 export interface ScheduleHost {
   readonly name: string
   readonly driver: TimerDriver
+  readonly tracing: TickTracing
   readonly isTerminating: boolean
   forkTask(task: Effect.Effect<void>): Effect.Effect<Fiber.RuntimeFiber<void>>
   /** A task run failed (after its retries): logged and published as `SchedulerError`. */
@@ -373,7 +375,23 @@ export class ScheduleRecord extends MailboxTick implements Cancellable {
         return task
       })
       const retry = this.policies.retry
-      const exit = yield* Effect.exit(retry === undefined ? attempt : Effect.retry(attempt, retry))
+      const attempted = retry === undefined ? attempt : Effect.retry(attempt, retry)
+      const tracing = this.host.tracing
+      // a span per run of an instant, its attempts inside it; the span ends as the run does
+      const traced = tracing.enabled
+        ? tracing.wrap(
+            this,
+            { kind: "schedule", owner: "task", key: this.reference, scheduled: instant },
+            start,
+            Effect.ensuring(
+              attempted,
+              Effect.suspend(() => Effect.annotateCurrentSpan("tickwork.schedule.attempts", attempts))
+            ),
+            undefined,
+            { "tickwork.schedule.trigger": trigger }
+          )
+        : attempted
+      const exit = yield* Effect.exit(traced)
       const end = this.host.driver.now()
       const failed = exit._tag === "Failure"
       this.record({
@@ -575,11 +593,11 @@ export class LocalSchedules {
 
   readonly service: SchedulesService = {
     create: <R>(reference: string, spec: Spec, action: Action<R>, policies?: Policies) =>
-      Effect.flatMap(Effect.context<R>(), (context) =>
-        Either.map(this.upsert(reference, spec, action, policies, context as Context.Context<never>), (record) =>
-          record.info()
-        )
-      ),
+      Effect.flatMap(Effect.context<R>(), (context) => {
+        const created = this.upsert(reference, spec, action, policies, context as Context.Context<never>)
+        if (Either.isLeft(created)) return Effect.fail(created.left)
+        return Effect.as(linkArming(this.host.tracing, created.right), created.right.info())
+      }),
     list: (filter) =>
       Effect.sync(() =>
         Array.from(this.byReference.values(), (record) => record.info()).filter(
