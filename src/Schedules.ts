@@ -35,6 +35,7 @@ import type {
   InvalidTimerTarget,
   ScheduledReferenceNotFound
 } from "./TimerError.js"
+import type { TimerInfo } from "./Timers.js"
 
 /**
  * When a schedule fires: every `every` on a fixed grid from its creation (the first instant after `first`, default
@@ -335,6 +336,12 @@ export interface SchedulesService {
   readonly remove: (reference: string) => Effect.Effect<void, ScheduledReferenceNotFound>
   /** The schedule's runs, oldest first (a bounded ring: `Policies.history`). */
   readonly history: (reference: string) => Effect.Effect<ReadonlyArray<Run>, ScheduledReferenceNotFound>
+  /**
+   * The timers an owner holds now, read without sending it a message: an actor's `ctx.timers` and receive timeout, and
+   * the timers of a grain activation, an entity or a Spot (each is an actor: pass its ref). A ref without a mailbox of
+   * this system fails with `InvalidTimerTarget`; a stopped actor holds none.
+   */
+  readonly timersOf: (owner: ActorRef<any>) => Effect.Effect<ReadonlyArray<TimerInfo>, InvalidTimerTarget>
 }
 
 /**

@@ -16,6 +16,24 @@ import type * as Schedule from "effect/Schedule"
 import type { InvalidTimerDelay, InvalidTimerInterval } from "./TimerError.js"
 
 /**
+ * One timer of an owner, as inspection shows it (`Schedules.timersOf`): its key (or reference, or name), its kind
+ * (`actor_timer`, `receive_timeout`, `grain_timer`, `spot_timer`, `entity_timer`), its mode, when it is due next
+ * (undefined for a timer that waits for something else: a schedule being stepped, a dormant grain timer) and its
+ * interval or cron expression where it has one.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TimerInfo {
+  readonly key: string
+  readonly kind: string
+  readonly mode: "single" | "fixed-delay" | "fixed-rate" | "schedule" | "receive-timeout" | "once" | "cron" | string
+  readonly nextDue: number | undefined
+  readonly intervalMillis: number | undefined
+  readonly expression: string | undefined
+}
+
+/**
  * The timers of one actor incarnation. Every member is a property that works on its own, so destructuring is safe
  * (`const { cancel } = ctx.timers`): an operation with arguments is a function returning an `Effect`, one without is
  * the `Effect` itself (`cancelAll`, `activeKeys`), as everywhere in tickwork and in Effect's own services.

@@ -420,6 +420,67 @@ describe("Schedules", () => {
     )
   )
 
+  it.effect("timersOf lists an owner's timers without sending it a message", () =>
+    withSchedules((schedules) =>
+      Effect.gen(function* () {
+        const Busy = Actor.make<string>()({
+          preStart: (ctx) =>
+            Effect.orDie(
+              Effect.all([
+                ctx.timers.startSingleTimer("once", "once", "1 minute"),
+                ctx.timers.startTimerAtFixedRate("rate", "rate", "1 second"),
+                ctx.timers.startTimerWithSchedule("backoff", "b", Schedule.exponential("100 millis")),
+                ctx.setReceiveTimeout("30 seconds", "idle")
+              ])
+            ),
+          receive: () => Effect.void
+        })
+        const ref = yield* ActorSystem.spawn(Busy, "busy")
+        yield* TestClock.adjust("1 millis")
+        assert.deepStrictEqual(yield* schedules.timersOf(ref), [
+          {
+            key: "once",
+            kind: "actor_timer",
+            mode: "single",
+            nextDue: 60_000,
+            intervalMillis: undefined,
+            expression: undefined
+          },
+          {
+            key: "rate",
+            kind: "actor_timer",
+            mode: "fixed-rate",
+            nextDue: 1000,
+            intervalMillis: 1000,
+            expression: undefined
+          },
+          {
+            key: "backoff",
+            kind: "actor_timer",
+            mode: "schedule",
+            nextDue: 100,
+            intervalMillis: undefined,
+            expression: undefined
+          },
+          {
+            key: "receive-timeout",
+            kind: "receive_timeout",
+            mode: "receive-timeout",
+            nextDue: 30_000,
+            intervalMillis: 30_000,
+            expression: undefined
+          }
+        ])
+        const probe = yield* TestProbe.make<string>()
+        const notAnActor = yield* Effect.flip(schedules.timersOf(probe.ref))
+        assert.strictEqual(notAnActor._tag, "InvalidTimerTarget")
+        const system = yield* ActorSystem.ActorSystem
+        yield* system.stop(ref)
+        assert.deepStrictEqual(yield* schedules.timersOf(ref), [])
+      })
+    )
+  )
+
   it.effect("shutdown cancels every schedule: no timer, fiber or entry is left", () =>
     Effect.gen(function* () {
       const system = yield* ActorSystem.ActorSystem

@@ -19,9 +19,10 @@ import * as HashMap from "effect/HashMap"
 import type { Actor, ActorContext } from "../Actor.js"
 import type { ActorRef } from "../ActorRef.js"
 import type { LogContext } from "../LogContext.js"
+import type { TimerInfo } from "../Timers.js"
 import { CellContext } from "./actorContext.js"
 import { type ActorHooks, hooksOf } from "./actorHooks.js"
-import { type ActorTimer, cancelKeyedTimers } from "./actorTimers.js"
+import { type ActorTimer, cancelKeyedTimers, keyedTimerInfos } from "./actorTimers.js"
 import {
   type CellHost,
   ChildFailed,
@@ -460,6 +461,24 @@ export class ActorCell {
     let count = (this.timers?.size ?? 0) + (this.receiveTimeout === undefined ? 0 : 1)
     if (this.timerTables !== undefined) for (const table of this.timerTables) count += table.size
     return count
+  }
+
+  /** Every timer of the incarnation, for inspection: keyed timers, the receive timeout, then registered tables. */
+  timerInfos(): ReadonlyArray<TimerInfo> {
+    const infos = [...keyedTimerInfos(this)]
+    const timeout = this.receiveTimeout
+    if (timeout !== undefined) {
+      infos.push({
+        key: "receive-timeout",
+        kind: timeout.kind,
+        mode: "receive-timeout",
+        nextDue: timeout.isPending ? timeout.due : undefined,
+        intervalMillis: timeout.timeout,
+        expression: undefined
+      })
+    }
+    if (this.timerTables !== undefined) for (const table of this.timerTables) infos.push(...(table.infos?.() ?? []))
+    return infos
   }
 
   /** Registers a timer table of a runtime built on this actor (an entity's, a Spot's); see `TimerTable`. */

@@ -567,6 +567,10 @@ export class SystemImpl implements CellHost, SchedulerHost, ScheduleHost {
     return this.terminating
   }
 
+  owns(cell: ActorCell): boolean {
+    return cell.host === this
+  }
+
   forkTask(task: Effect.Effect<void>): Effect.Effect<Fiber.RuntimeFiber<void>> {
     return Effect.tap(Effect.forkIn(task, this.scope), (fiber) => this.track(fiber))
   }

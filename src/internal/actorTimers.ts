@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import type * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as Intervals from "effect/ScheduleIntervals"
+import type { TimerInfo } from "../Timers.js"
 import type { ActorCell } from "./actorCell.js"
 import { Status } from "./cellProtocol.js"
 import { scheduleDue } from "./duration.js"
@@ -105,6 +106,19 @@ export class ActorTimer extends MailboxTick {
     if (this.finished && this.queued === 0) removeTimer(this.cell, this)
   }
 }
+
+const MODES = ["single", "fixed-delay", "fixed-rate", "schedule"] as const
+
+/** The cell's keyed timers, in the order they were started, for inspection. */
+export const keyedTimerInfos = (cell: ActorCell): ReadonlyArray<TimerInfo> =>
+  Array.from(cell.timers?.values() ?? [], (timer) => ({
+    key: timer.key,
+    kind: timer.kind,
+    mode: MODES[timer.mode],
+    nextDue: timer.isPending ? timer.due : undefined,
+    intervalMillis: timer.mode === Mode.FixedDelay || timer.mode === Mode.FixedRate ? timer.interval : undefined,
+    expression: undefined
+  }))
 
 /** Starts (or replaces) the timer under `key`; undefined once the actor is stopping. */
 export const startTimer = (

@@ -13,6 +13,7 @@ import type { ActorRef } from "../ActorRef.js"
 import type { ActorSystemService, SpawnError } from "../ActorSystem.js"
 import type { LogContext } from "../LogContext.js"
 import type { SupervisorStrategy } from "../Supervision.js"
+import type { TimerInfo } from "../Timers.js"
 import type { ActorCell } from "./actorCell.js"
 import type { Dispatcher } from "./dispatcher.js"
 import type { FiberRefsCache } from "./fiberRefsCache.js"
@@ -27,6 +28,8 @@ import type { TickTracing } from "./tracing.js"
 export interface TimerTable {
   readonly size: number
   stopTimers(): void
+  /** The table's timers, for inspection (`Schedules.timersOf`). */
+  infos?(): ReadonlyArray<TimerInfo>
 }
 
 /** What a cell needs from its system. */

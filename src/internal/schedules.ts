@@ -29,8 +29,13 @@ import type {
   SchedulesService,
   Spec
 } from "../Schedules.js"
-import { InvalidCronExpression, InvalidSchedulePolicy, ScheduledReferenceNotFound } from "../TimerError.js"
-import { CellRef } from "./actorCell.js"
+import {
+  InvalidCronExpression,
+  InvalidSchedulePolicy,
+  InvalidTimerTarget,
+  ScheduledReferenceNotFound
+} from "../TimerError.js"
+import { type ActorCell, CellRef } from "./actorCell.js"
 import { delayMillis, intervalMillis } from "./duration.js"
 import { isolated, withoutParentSpan } from "./logContext.js"
 import { MailboxTick } from "./tick.js"
@@ -40,6 +45,8 @@ import { checkRef, checkReference, checkTask, describeValue, firstInstant } from
 
 /** What the schedules need from the system. */
 export interface ScheduleHost {
+  /** True when `cell` is an actor of this system. */
+  owns(cell: ActorCell): boolean
   readonly name: string
   readonly driver: TimerDriver
   readonly tracing: TickTracing
@@ -653,7 +660,18 @@ export class LocalSchedules {
           record.unsafeCancel()
         })
       ),
-    history: (reference) => Effect.suspend(() => Either.map(this.find(reference), (record) => record.history))
+    history: (reference) => Effect.suspend(() => Either.map(this.find(reference), (record) => record.history)),
+    timersOf: (owner) =>
+      Effect.suspend(() =>
+        owner instanceof CellRef && this.host.owns(owner.cell)
+          ? Effect.succeed(owner.cell.isTerminated ? [] : owner.cell.timerInfos())
+          : Effect.fail(
+              new InvalidTimerTarget({
+                target: describeValue(owner),
+                reason: "the owner must be an actor of this system (a grain's, an entity's and a Spot's refs are)"
+              })
+            )
+      )
   }
 }
 
