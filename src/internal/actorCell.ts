@@ -187,6 +187,7 @@ export class ActorCell {
     const tracing = this.host.tracing
     if (tracing.enabled) tracing.offered(tick, due)
     if (this.status >= Status.Stopping) {
+      this.host.timeline?.dropped(tick, "owner_stopped")
       tick.lost((message, sender) => this.host.deadLetter(message, sender, this.path, "stopped"))
       tick.undeliverable()
       return undefined
@@ -202,6 +203,7 @@ export class ActorCell {
       return undefined
     }
     recordDropped("mailbox_full")
+    this.host.timeline?.dropped(tick, "mailbox_full")
     if (tracing.enabled) tracing.droppedOne(tick)
     tick.undeliverable()
     return Effect.logWarning(
@@ -373,15 +375,18 @@ export class ActorCell {
       entry.queued--
       if (!entry.accept()) {
         recordDropped("stale")
+        this.host.timeline?.dropped(entry, "stale")
         if (this.host.tracing.enabled) this.host.tracing.droppedOne(entry)
         return undefined
       }
       if (this.status !== Status.Running) {
         entry.undeliverable()
         recordDropped("owner_stopped")
+        this.host.timeline?.dropped(entry, "owner_stopped")
         return undefined
       }
       recordDelivered(entry.kind)
+      this.host.timeline?.delivered(entry)
       let handler: Effect.Effect<unknown, unknown> | undefined
       try {
         handler = entry.handler()

@@ -56,6 +56,7 @@ import { type Delivery, FunctionRef } from "./refs.js"
 import { alreadyCancelled, cancelNow, ScheduledFunction, ScheduledMessage, type SchedulerHost } from "./scheduler.js"
 import { LocalSchedules, type ScheduleHost } from "./schedules.js"
 import { TimerDriver, TimerEntry, type TimerLabel } from "./timerDriver.js"
+import { Timeline } from "./timeline.js"
 import { linkArming, TickTracing } from "./tracing.js"
 import { actorProblem, checkRef, checkReference, checkTask, describeValue, firstInstant } from "./validate.js"
 
@@ -156,6 +157,16 @@ export class SystemImpl implements CellHost, SchedulerHost, ScheduleHost {
   private terminating = false
 
   readonly tracing: TickTracing
+  /** The testkit's timeline (`recordTimeline`), when one records this system. */
+  timeline: Timeline | undefined = undefined
+
+  /** Starts recording a timeline of this system's timers, the last `capacity` lines kept (the testkit's). */
+  recordTimeline(capacity: number): Timeline {
+    const timeline = new Timeline(() => this.driver.now(), capacity)
+    this.timeline = timeline
+    this.driver.observer = timeline
+    return timeline
+  }
 
   constructor(
     readonly name: string,

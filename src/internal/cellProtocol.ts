@@ -19,6 +19,7 @@ import type { Dispatcher } from "./dispatcher.js"
 import type { FiberRefsCache } from "./fiberRefsCache.js"
 import type { Delivery } from "./refs.js"
 import type { TimerDriver } from "./timerDriver.js"
+import type { Timeline } from "./timeline.js"
 import type { TickTracing } from "./tracing.js"
 
 /**
@@ -44,6 +45,8 @@ export interface CellHost {
   readonly fiberRefsCache: FiberRefsCache
   /** The system's spans (a root span per handled tick when a tracer is installed). */
   readonly tracing: TickTracing
+  /** The testkit's timeline, when one records this system. */
+  readonly timeline: Timeline | undefined
   spawnCell<M, S, E, R>(
     actor: Actor<M, S, E, R>,
     name: string | undefined,

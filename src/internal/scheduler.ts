@@ -10,6 +10,7 @@ import { CellRef } from "./actorCell.js"
 import { flushMetrics, recordDelivered, recordDropped, recordLateness } from "./metrics.js"
 import { MailboxTick } from "./tick.js"
 import { type TimerDriver, TimerEntry, type TimerLabel } from "./timerDriver.js"
+import type { Timeline } from "./timeline.js"
 import type { TickTracing } from "./tracing.js"
 
 enum State {
@@ -22,6 +23,7 @@ enum State {
 export interface SchedulerHost {
   readonly driver: TimerDriver
   readonly tracing: TickTracing
+  readonly timeline: Timeline | undefined
   forkTask(task: Effect.Effect<void>): Effect.Effect<Fiber.RuntimeFiber<void>>
   taskFailed(cause: Cause.Cause<unknown>): Effect.Effect<void>
   release(entry: ScheduledEntry): void
@@ -123,6 +125,7 @@ export class ScheduledMessage extends MailboxTick implements Cancellable, Settli
     recordLateness(now - due)
     this.target.unsafeTell(this.message, this.sender)
     recordDelivered(this.kind)
+    this.host.timeline?.delivered(this)
     this.settle()
     return undefined
   }

@@ -60,6 +60,16 @@ export type FaultReporter = (entry: TimerEntry, cause: Cause.Cause<unknown>) => 
 const logFault: FaultReporter = (entry, cause) =>
   Effect.logError(`timer ${entry.label().kind} faulted while firing; the other timers go on`, cause)
 
+/**
+ * Watches the engine (the testkit's timeline): told of every arm, fire and cancel. Absent by default, and then the
+ * engine pays one field read per operation.
+ */
+export interface EngineObserver {
+  armed(entry: TimerEntry, due: number): void
+  fired(entry: TimerEntry, now: number): void
+  cancelled(entry: TimerEntry): void
+}
+
 /** Counters kept by the driver; plain numbers so the hot path pays no effect per tick. */
 export interface DriverStats {
   fired: number
@@ -118,6 +128,8 @@ export class TimerDriver {
    * `afterFire` at the end of the chunk.
    */
   firing = false
+  /** The testkit's timeline, when one watches this engine. */
+  observer: EngineObserver | undefined = undefined
   /** The primary fiber's runtime: early fibers are forked with it, synchronously, from `schedule`. */
   private runtime: Runtime.Runtime<never> | undefined = undefined
 
@@ -148,6 +160,7 @@ export class TimerDriver {
   schedule(entry: TimerEntry, due: number): void {
     if (this.closed) return
     this.queue.insert(entry, due)
+    if (this.observer !== undefined) this.observer.armed(entry, due)
     // A timer in a window that is not open yet needs a driver fiber awake a while before the window, to open it.
     const start = this.queue.nextWindowStart()
     const wake = start === undefined ? due : Math.min(due, start - OPEN_AHEAD_MILLIS)
@@ -158,7 +171,9 @@ export class TimerDriver {
 
   /** Disarms `entry`; false when it was not pending. A map lookup, and a heap removal when its bucket empties. */
   cancel(entry: TimerEntry): boolean {
-    return this.queue.remove(entry)
+    const removed = this.queue.remove(entry)
+    if (removed && this.observer !== undefined) this.observer.cancelled(entry)
+    return removed
   }
 
   /** Stops accepting timers and drops every pending one; returns the early fibers to interrupt. */
@@ -208,6 +223,7 @@ export class TimerDriver {
             this.endFiring()
             this.firing = true
           }
+          if (this.observer !== undefined) this.observer.fired(entry, now)
           more = entry.fire(now, this)
           if (more !== undefined) break
         }
