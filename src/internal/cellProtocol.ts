@@ -18,8 +18,8 @@ import type { ActorCell } from "./actorCell.js"
 import type { Dispatcher } from "./dispatcher.js"
 import type { FiberRefsCache } from "./fiberRefsCache.js"
 import type { Delivery } from "./refs.js"
-import type { TimerDriver } from "./timerDriver.js"
 import type { Timeline } from "./timeline.js"
+import type { TimerDriver } from "./timerDriver.js"
 import type { TickTracing } from "./tracing.js"
 
 /**

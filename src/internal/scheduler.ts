@@ -9,8 +9,8 @@ import type { Cancellable } from "../Scheduler.js"
 import { CellRef } from "./actorCell.js"
 import { flushMetrics, recordDelivered, recordDropped, recordLateness } from "./metrics.js"
 import { MailboxTick } from "./tick.js"
-import { type TimerDriver, TimerEntry, type TimerLabel } from "./timerDriver.js"
 import type { Timeline } from "./timeline.js"
+import { type TimerDriver, TimerEntry, type TimerLabel } from "./timerDriver.js"
 import type { TickTracing } from "./tracing.js"
 
 enum State {
