@@ -104,6 +104,8 @@ export class TickTracing {
     return Effect.withSpan(effect, `tickwork.${subject.kind}`, {
       root: true,
       kind: "internal",
+      // a stack trace per tick would cost more than the tick: the span's attributes say where it comes from
+      captureStackTrace: false,
       attributes,
       links: link === undefined ? [] : [{ _tag: "SpanLink", span: link, attributes: { "tickwork.link": "armed by" } }]
     }) as Effect.Effect<A, E, R>
