@@ -11,6 +11,7 @@
 import type * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
@@ -29,6 +30,7 @@ import {
   Completion,
   Envelope,
   Flag,
+  RunInside,
   STOP,
   Status,
   type TimerTable
@@ -209,6 +211,20 @@ export class ActorCell {
     return Effect.logWarning(
       `tick dropped: mailbox full (capacity ${this.mailbox.capacity}); the timer keeps firing`
     ).pipe(Effect.annotateLogs({ actor: this.path, timer_kind: tick.kind }))
+  }
+
+  /**
+   * Runs `f` with this actor's context, in its mailbox order, and gives its outcome back (the testkit's `inside`). An
+   * actor that has stopped, or whose bounded mailbox is full, answers with a defect saying so.
+   */
+  inside<A, E>(f: (context: ActorContext<any>) => Effect.Effect<A, E>): Effect.Effect<Exit.Exit<A, E>> {
+    return Effect.async<Exit.Exit<A, E>>((resume) => {
+      const reply = (exit: Exit.Exit<unknown, unknown>) => resume(Effect.succeed(exit as Exit.Exit<A, E>))
+      const entry = new RunInside(f as (context: ActorContext<any>) => Effect.Effect<unknown, unknown>, reply)
+      if (this.status >= Status.Stopping) reply(Exit.die(new Error(`actor ${this.path} has stopped`)))
+      else if (!this.mailbox.offer(entry)) reply(Exit.die(new Error(`the mailbox of ${this.path} is full`)))
+      else this.wake(false)
+    })
   }
 
   /** Queues a message ahead of user messages (never refused, even by a full bounded mailbox) and wakes the actor. */
@@ -409,6 +425,14 @@ export class ActorCell {
       return tracing.wrapTick(entry, { kind: entry.kind, owner: this.path, key }, this.host.driver.now(), effect)
     }
     if (entry instanceof Envelope) return this.invoke(entry.message, entry.sender, entry.logContext, false)
+    if (entry instanceof RunInside) {
+      // the testkit's code: its outcome goes back to the caller, never to supervision; the state stays as it is
+      this.completion = Completion.Tick
+      const run = Effect.suspend(() => entry.run(this.context))
+      return this.status === Status.Running
+        ? Effect.map(Effect.exit(run), entry.reply)
+        : Effect.sync(() => entry.reply(Exit.die(new Error(`actor ${this.path} has stopped`))))
+    }
     this.completion = Completion.Internal
     if (entry === STOP) return FaultHandling.stop(this)
     if (entry instanceof ChildFailed) {

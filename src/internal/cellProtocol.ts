@@ -8,7 +8,8 @@
  */
 import type * as Cause from "effect/Cause"
 import type * as Effect from "effect/Effect"
-import type { Actor } from "../Actor.js"
+import type * as Exit from "effect/Exit"
+import type { Actor, ActorContext } from "../Actor.js"
 import type { ActorRef } from "../ActorRef.js"
 import type { ActorSystemService, SpawnError } from "../ActorSystem.js"
 import type { LogContext } from "../LogContext.js"
@@ -79,6 +80,14 @@ export class ChildFailed {
   constructor(
     readonly child: ActorCell,
     readonly cause: Cause.Cause<unknown>
+  ) {}
+}
+
+/** Code to run with the actor's context, in its mailbox order (the testkit's `inside`). */
+export class RunInside {
+  constructor(
+    readonly run: (context: ActorContext<any>) => Effect.Effect<unknown, unknown>,
+    readonly reply: (exit: Exit.Exit<unknown, unknown>) => void
   ) {}
 }
 

@@ -6,6 +6,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
@@ -14,7 +15,7 @@ import * as Runtime from "effect/Runtime"
 import type { ActorRef } from "../ActorRef.js"
 import type { Directive, SupervisorStrategy } from "../Supervision.js"
 import type { ActorCell } from "./actorCell.js"
-import { ChildFailed, Envelope, Flag, Status } from "./cellProtocol.js"
+import { ChildFailed, Envelope, Flag, RunInside, Status } from "./cellProtocol.js"
 import { EMPTY } from "./mailbox.js"
 import { recordDropped } from "./metrics.js"
 import { MailboxTick } from "./tick.js"
@@ -242,6 +243,8 @@ const drainToDeadLetters = (cell: ActorCell): void => {
     if (entry instanceof MailboxTick) {
       entry.queued--
       entry.lost(deadLetter)
+    } else if (entry instanceof RunInside) {
+      entry.reply(Exit.die(new Error(`actor ${cell.path} stopped before the code sent into it ran`)))
     } else if (entry instanceof Envelope) {
       undelivered(cell, entry.message, entry.sender)
     } else {
