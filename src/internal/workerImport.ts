@@ -6,6 +6,7 @@
  * tsx, resolved from that module's own folder (the user's project, never tickwork's); where none resolves, the import
  * fails with a reason that says what to do.
  */
+import { readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { pathToFileURL } from "node:url"
 
@@ -19,21 +20,34 @@ export type Resolve = (specifier: string, from: string) => string
 
 const resolveFrom: Resolve = (specifier, from) => createRequire(from).resolve(specifier)
 
+/**
+ * The URL of tsx's ESM API (`import "tsx/esm/api"`), from its package.json's exports. Node 20 resolves an import only
+ * from the module that makes it, and the CommonJS build that createRequire would find cannot register the ESM hooks.
+ */
+const esmApi = (manifest: string): string => {
+  const entry = (JSON.parse(readFileSync(manifest, "utf8")) as { exports?: Record<string, unknown> }).exports?.[
+    "./esm/api"
+  ] as { import?: string | { default?: string } } | undefined
+  const target = typeof entry?.import === "string" ? entry.import : entry?.import?.default
+  if (target === undefined) throw new Error(`it is TypeScript, and the tsx at ${manifest} has no ESM API to load it`)
+  return new URL(target, pathToFileURL(manifest)).href
+}
+
 /** Registers tsx from the task module's project, once per thread. Node caches a failed import, so this comes first. */
 const ensureTypeScriptLoader = async (module: string, resolve: Resolve): Promise<void> => {
   const holder = globalThis as { [typescriptLoaderKey]?: boolean }
   // Node 22.6 and later strip types themselves (process.features.typescript).
   if (holder[typescriptLoaderKey] === true || (process.features as { typescript?: unknown }).typescript) return
-  let api: string
+  let manifest: string
   try {
-    api = resolve("tsx/esm/api", module)
+    manifest = resolve("tsx/package.json", module)
   } catch {
     throw new Error(
       "it is TypeScript, and worker threads load TypeScript with tsx, which does not resolve from its folder: " +
         "install tsx in that project (npm install --save-dev tsx) or compile the module to JavaScript"
     )
   }
-  const { register } = (await import(pathToFileURL(api).href)) as { register: () => unknown }
+  const { register } = (await import(esmApi(manifest))) as { register: () => unknown }
   register()
   holder[typescriptLoaderKey] = true
 }
