@@ -231,6 +231,12 @@ const main = async () => {
         report.push(`single-process install: ${installed.length} packages`)
       }),
       check("single: node first-program.mjs (the README's)", async () => {
+        const program = readFileSync(join(single, "first-program.mjs"), "utf8").split("\n").slice(1).join("\n")
+        if (!readFileSync(join(root, "README.md"), "utf8").includes(`\`\`\`js\n${program}\`\`\``)) {
+          throw new Error(
+            "README.md's first program is not test/consumer/single/first-program.mjs (less its first line)"
+          )
+        }
         const output = await node(["first-program.mjs"], single)
         if (!/tick 1[\s\S]*tick 2/.test(output)) throw new Error(`the README's program printed:\n${output}`)
       }),
