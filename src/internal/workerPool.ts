@@ -199,7 +199,8 @@ export const make = (
       (build) => startFailure.guard(build)
     )
     // The platform pool starts a thread as it is built (to report a thread that cannot start). With minThreads 0 no
-    // thread is wanted until a task comes, so the pool is built on first use (again after a failed start).
+    // thread is wanted until a task comes, so the pool is built on first use (again after a failed build, unless a
+    // thread could not start: StartFailure).
     const pool = options.minThreads > 0 ? Effect.succeed(yield* build) : memoizeSuccess(build, scope)
     return new PoolImpl(options, pool, threads, startFailure)
   })
