@@ -17,7 +17,7 @@
  * and takes better-sqlite3's native module from this repository's node_modules (same version), and links this
  * repository's tsx, so the check compiles nothing. KEEP_CONSUMERS=1 keeps the projects for a look.
  */
-import { spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
@@ -40,6 +40,9 @@ const installedVersion = (name: string): string =>
 
 const elapsed = (since: number) => `${((performance.now() - since) / 1000).toFixed(1)} s`
 
+/** The commands still running: when one check fails, the others' are ended with it. */
+const running = new Set<ChildProcess>()
+
 /** Runs a command; resolves with its output, or rejects with it (and the command) when it fails or times out. */
 const run = (
   command: string,
@@ -48,6 +51,7 @@ const run = (
 ): Promise<string> =>
   new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, NO_COLOR: "1" } })
+    running.add(child)
     let output = ""
     child.stdout.on("data", (chunk: Buffer) => {
       output += chunk
@@ -64,6 +68,7 @@ const run = (
       reject(new Error(`${command} ${args.join(" ")}: ${error.message}`))
     })
     child.once("close", (code) => {
+      running.delete(child)
       clearTimeout(timer)
       if (code === 0) resolve(output)
       else reject(new Error(`${command} ${args.join(" ")} (in ${options.cwd}) exited with ${code}:\n${output}`))
@@ -274,6 +279,7 @@ const main = async () => {
     for (const line of report) console.log(`  | ${line}`)
     console.log(`consumer check: all ${passed} checks passed in ${elapsed(started)}`)
   } finally {
+    for (const child of running) child.kill("SIGKILL")
     if (process.env.KEEP_CONSUMERS === "1") console.log(`kept ${work}`)
     else {
       const since = performance.now()
