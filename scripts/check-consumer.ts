@@ -42,6 +42,7 @@ const elapsed = (since: number) => `${((performance.now() - since) / 1000).toFix
 
 /** The commands still running: when one check fails, the others' are ended with it. */
 const running = new Set<ChildProcess>()
+let stopping = false
 
 /** Runs a command; resolves with its output, or rejects with it (and the command) when it fails or times out. */
 const run = (
@@ -89,7 +90,7 @@ const check = async <A>(name: string, body: () => Promise<A>): Promise<A> => {
     console.log(`  ok   ${name} (${elapsed(since)})`)
     return result
   } catch (error) {
-    console.log(`  FAIL ${name} (${elapsed(since)})`)
+    console.log(`  ${stopping ? "stop" : "FAIL"} ${name} (${elapsed(since)})`)
     throw error
   }
 }
@@ -279,6 +280,7 @@ const main = async () => {
     for (const line of report) console.log(`  | ${line}`)
     console.log(`consumer check: all ${passed} checks passed in ${elapsed(started)}`)
   } finally {
+    stopping = true
     for (const child of running) child.kill("SIGKILL")
     if (process.env.KEEP_CONSUMERS === "1") console.log(`kept ${work}`)
     else {
