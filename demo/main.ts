@@ -227,6 +227,19 @@ const models = Effect.gen(function* () {
     console.log(`\n== ${title}`)
     for (const line of lines) console.log(line)
   }
+  console.log(
+    [
+      "",
+      "== Where to read on",
+      "  README.md                  the quick start, the API table, the options",
+      "  docs/choosing.md           actors, grains, Spots or entities: which one for what",
+      "  docs/actors.md             ctx.timers, the system scheduler, supervision, shutdown",
+      "  docs/grains.md, spots.md, entities.md   the other three models",
+      "  docs/testing.md            timer tests under TestClock",
+      "  docs/reliability.md        what tickwork guarantees when the code around it makes mistakes",
+      "  docs/cluster.md            when one process is not enough"
+    ].join("\n")
+  )
 })
 
 Effect.runPromise(

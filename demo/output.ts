@@ -30,8 +30,23 @@ export const collect = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<
   })
 
 /**
+ * Why the demos log each warning and error they log: every one is part of the script, and the timeline says so under
+ * the line, so that a reader does not take it for a fault.
+ */
+const DELIBERATE: ReadonlyArray<readonly [RegExp, string]> = [
+  [/a scheduled task failed/, "the task fails on its second run on purpose: logged, published, its schedule goes on"],
+  [/supervisor directive: restart/, "the flaky actor crashes on purpose: its supervisor restarts it, timers cancelled"],
+  [/periodic timer .* dropped/, "a 250 ms handler on a 100 ms timer: missed invocations are dropped, one warning"],
+  [
+    /failed while handling|onReceive failed|timer .* failed/,
+    "the grain's handler fails on purpose: logged, it goes on"
+  ],
+  [/dead letter/, "a message for an actor that stopped, on purpose: counted, published and logged"]
+]
+
+/**
  * A timeline: lines stamped with the milliseconds since `start`, the speaker padded to `whoWidth`, and a logger that
- * puts warnings and errors on it (everything else is dropped).
+ * puts warnings and errors on it (everything else is dropped), each with the reason the demo logs it.
  */
 export const makeTimeline = (whoWidth: number) => {
   let startedAt = 0
@@ -43,6 +58,11 @@ export const makeTimeline = (whoWidth: number) => {
     const reason = Cause.isEmpty(cause) ? "" : `: ${String(Cause.squash(cause))}`
     const who = Option.getOrElse(HashMap.get(annotations, "actor"), () => "system")
     printFrom(context, format(date.getTime(), `[${logLevel.label}]`, `${text}${reason} (${String(who)})`))
+    const why = DELIBERATE.find(([pattern]) => pattern.test(text))?.[1]
+    printFrom(
+      context,
+      `${" ".repeat(11 + whoWidth)}^ ${why === undefined ? "not part of the demo's script: please report it" : `deliberate: ${why}`}`
+    )
   })
   return {
     /** Marks time zero and prints the header. */

@@ -32,8 +32,9 @@ export const TypeId: unique symbol = Symbol.for("tickwork/Actor")
 export type TypeId = typeof TypeId
 
 /**
- * What an actor sees while it runs. Its operations are methods: call them on the context (`ctx.spawn(...)`,
- * `ctx.timers.cancel(key)`); a method taken off the object loses it.
+ * What an actor sees while it runs. Every member is a property that works on its own, so destructuring is safe
+ * (`const { spawn, timers } = ctx`): an operation with arguments is a function returning an `Effect`, one without is
+ * the `Effect` itself (`cancelReceiveTimeout`). `sender` is read when it is read: take it while handling the message.
  *
  * @since 0.1.0
  * @category models
@@ -51,14 +52,14 @@ export interface ActorContext<Msg> {
   /** The live children. */
   readonly children: ReadonlyArray<ActorRef<never>>
   /** Spawns a child supervised by this actor; the name is generated when omitted. */
-  spawn<M, S, E, R>(actor: Actor<M, S, E, R>, name?: string): Effect.Effect<ActorRef<M>, SpawnError, R>
+  readonly spawn: <M, S, E, R>(actor: Actor<M, S, E, R>, name?: string) => Effect.Effect<ActorRef<M>, SpawnError, R>
   /** Stops a child (or this actor) after the message being handled; waits when it is another actor. */
-  stop(ref: ActorRef<never>): Effect.Effect<void>
+  readonly stop: (ref: ActorRef<never>) => Effect.Effect<void>
   /**
    * Sends `message` to self after `timeout` without user messages, and again after each further `timeout` of
    * silence. Ticks (timers, scheduler messages) and the timeout message itself do not count as activity.
    */
-  setReceiveTimeout(timeout: Duration.DurationInput, message: Msg): Effect.Effect<void, InvalidTimerDelay>
+  readonly setReceiveTimeout: (timeout: Duration.DurationInput, message: Msg) => Effect.Effect<void, InvalidTimerDelay>
   readonly cancelReceiveTimeout: Effect.Effect<void>
 }
 
@@ -157,21 +158,10 @@ export const make =
       preRestart: handlers.preRestart ?? ((ctx: ActorContext<Msg>, state: S) => postStop(ctx, state)),
       postRestart: handlers.postRestart ?? noStop,
       supervisorStrategy: handlers.supervisorStrategy,
-      mailboxCapacity: validateCapacity(handlers.mailboxCapacity)
+      mailboxCapacity: handlers.mailboxCapacity
     })
     return self
   }
-
-const validateCapacity = (capacity: number | undefined): number | undefined => {
-  if (
-    capacity !== undefined &&
-    capacity !== Number.POSITIVE_INFINITY &&
-    !(Number.isInteger(capacity) && capacity > 0)
-  ) {
-    throw new RangeError(`mailbox capacity must be a positive integer (or Infinity for unbounded), got ${capacity}`)
-  }
-  return capacity
-}
 
 /**
  * True for an actor definition.
@@ -193,7 +183,7 @@ export const isActor = (u: unknown): u is Actor<unknown, unknown, unknown, unkno
  * `DeadLetter` with reason `"mailbox-full"` (and `ask` fails at once with `AskUndeliverable`); the sender never
  * blocks. A timer tick on a full mailbox is dropped, logged and counted, and its timer keeps firing. `Infinity` makes
  * the mailbox unbounded even when the system sets a default capacity. A capacity that is not a positive integer (or
- * `Infinity`) is a programmer error and throws.
+ * `Infinity`) fails the spawn of this actor with `ActorSystem.InvalidActorDefinition`.
  *
  * @example
  * ```ts
@@ -212,7 +202,7 @@ export const withMailboxCapacity: {
 } = dual(
   2,
   <Msg, S, E, R>(self: Actor<Msg, S, E, R>, capacity: number): Actor<Msg, S, E, R> =>
-    Object.assign(Object.create(Proto), self, { mailboxCapacity: validateCapacity(capacity) })
+    Object.assign(Object.create(Proto), self, { mailboxCapacity: capacity })
 )
 
 /**

@@ -143,7 +143,7 @@ export const tell: {
  * type Msg = { readonly _tag: "GetCount"; readonly replyTo: ActorRef.ActorRef<number> }
  *
  * const count = (counter: ActorRef.ActorRef<Msg>) =>
- *   ActorRef.ask(counter, (replyTo: ActorRef.ActorRef<number>) => ({ _tag: "GetCount", replyTo }), "1 second")
+ *   ActorRef.ask(counter, (replyTo: ActorRef.ActorRef<number>) => ({ _tag: "GetCount" as const, replyTo }), "1 second")
  * ```
  *
  * @since 0.1.0

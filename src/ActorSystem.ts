@@ -11,13 +11,14 @@ import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as ParseResult from "effect/ParseResult"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { Actor } from "./Actor.js"
 import type { ActorRef } from "./ActorRef.js"
 import type { EventStream } from "./EventStream.js"
 import { make as makeSystem } from "./internal/actorSystem.js"
 import { positiveDuration } from "./internal/duration.js"
+import { formatOptionsError } from "./internal/options.js"
 import type { Scheduler } from "./Scheduler.js"
 import * as Workers from "./Workers.js"
 
@@ -29,6 +30,9 @@ import * as Workers from "./Workers.js"
  * | `name` | required | the system's name: letters, digits, `-`, `_` |
  * | `mailboxCapacity` | unbounded | default bounded capacity for every actor |
  * | `askTimeout` | 5 seconds | `ActorRef.ask`'s default timeout |
+ * | `logDeadLetters` | 10 | dead letters logged per interval (a full mailbox at warning level, a stopped recipient at info); the rest are counted and reported in one line when the interval ends; 0 logs none |
+ * | `logDeadLettersInterval` | 5 minutes | the interval of `logDeadLetters` |
+ * | `stopTimeout` | 10 seconds | how long a stop (an actor's, a grain's deactivation, an entity's sleep) may take before its handler is interrupted and the stop forced, with a warning naming the actor |
  * | `throughput` | 64 | messages an actor handles in a row before other ready actors get their turn |
  * | `guardian` | `"restart"` | how top-level actors are supervised: `restart`, `stop` or `resume` |
  * | `workers` | no thread until the first CPU task | the CPU worker pool (`Workers.Options`: `minThreads`, `maxThreads`, `idleTime`, `queueLength`) |
@@ -46,6 +50,14 @@ export const Options = Schema.Struct({
     Schema.Number.pipe(Schema.int(), Schema.positive({ message: () => "mailboxCapacity must be a positive integer" }))
   ),
   askTimeout: Schema.optional(positiveDuration("askTimeout", '"5 seconds" or 5000 (millis)')),
+  stopTimeout: Schema.optional(positiveDuration("stopTimeout", '"10 seconds" or 10000 (millis)')),
+  logDeadLetters: Schema.optional(
+    Schema.Number.pipe(
+      Schema.int(),
+      Schema.nonNegative({ message: () => "logDeadLetters must be a whole number >= 0 (0 logs none)" })
+    )
+  ),
+  logDeadLettersInterval: Schema.optional(positiveDuration("logDeadLettersInterval", '"5 minutes" or 300000 (millis)')),
   throughput: Schema.optional(
     Schema.Number.pipe(Schema.int(), Schema.positive({ message: () => "throughput must be a positive integer" }))
   ),
@@ -85,7 +97,8 @@ export class InvalidActorSystemOptions extends Data.TaggedError("InvalidActorSys
 }
 
 /**
- * A spawn used a name that is not valid: empty, starting with `$` (reserved for generated names), or containing `/`.
+ * A spawn used a name that is not valid: not a string, empty, starting with `$` (reserved for generated names), or
+ * containing `/`.
  *
  * @example
  * ```ts
@@ -145,12 +158,38 @@ export class ActorSystemTerminated extends Data.TaggedError("ActorSystemTerminat
 }
 
 /**
+ * What was given to `spawn` as an actor cannot run: not made with `Actor.make`, a handler that is not a function, a
+ * mailbox capacity that is not a positive whole number, or a supervisor strategy with bad options
+ * (`Supervision.restart({ maxRestarts: -1 })`). Checked before anything starts, so nothing is left behind.
+ *
+ * @example
+ * ```ts
+ * import { ActorSystem } from "tickwork"
+ *
+ * const error = new ActorSystem.InvalidActorDefinition({ name: "worker", reason: "receive must be a function" })
+ * console.log(error.message)
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidActorDefinition extends Data.TaggedError("InvalidActorDefinition")<{
+  /** The name the actor was to be spawned under (generated names are not made for a definition that fails). */
+  readonly name: string | undefined
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `cannot spawn ${this.name === undefined ? "an actor" : `actor "${this.name}"`}: ${this.reason}`
+  }
+}
+
+/**
  * Why a spawn failed.
  *
  * @since 0.1.0
  * @category errors
  */
-export type SpawnError = InvalidActorName | ActorNameTaken | ActorSystemTerminated
+export type SpawnError = InvalidActorName | ActorNameTaken | ActorSystemTerminated | InvalidActorDefinition
 
 /**
  * Live counts, for diagnostics and for tests that prove nothing leaked.
@@ -167,6 +206,13 @@ export interface Stats {
   readonly timers: number
   /** Entries in the timer engine. */
   readonly engineEntries: number
+  /**
+   * True while the timer engine's driver fiber runs: from the layer's build until shutdown. Should it ever end
+   * otherwise, the system logs it at error level and starts it again with every pending timer kept.
+   */
+  readonly engineRunning: boolean
+  /** Times the engine was started again after its driver fiber ended other than by shutdown (0 in a healthy system). */
+  readonly engineRestarts: number
   /** Messages published as dead letters since start. */
   readonly deadLetters: number
 }
@@ -216,6 +262,8 @@ export class ActorSystem extends Context.Tag("tickwork/ActorSystem")<ActorSystem
 
 /**
  * Validates `options` and builds a system for the layer's scope, with its CPU worker pool (`Workers`, used by Spots).
+ * A `Workers` layer provided around this one is used instead of a pool of the system's own (then the `workers` option
+ * must be left out: one pool, configured in one place).
  *
  * @example
  * ```ts
@@ -235,19 +283,29 @@ export const layer = (
   options: Options
 ): Layer.Layer<ActorSystem | Workers.Workers, InvalidActorSystemOptions | Workers.WorkerFailure> =>
   Layer.unwrapEffect(
-    Effect.map(decodeOptions(options), (decoded) =>
-      Layer.merge(
+    Effect.gen(function* () {
+      const decoded = yield* decodeOptions(options)
+      // A worker pool provided around this layer is the one to use: the system never shadows it with its own.
+      const outer = yield* Effect.serviceOption(Workers.Workers)
+      if (Option.isSome(outer) && decoded.workers !== undefined) {
+        return yield* new InvalidActorSystemOptions({
+          details: "- workers: a Workers layer is provided around the system as well; configure the pool in one place"
+        })
+      }
+      return Layer.merge(
         Layer.scoped(ActorSystem, makeSystem(decoded)),
-        // The system's worker pool (Spots' CPU workers): by default no thread starts before the first CPU task.
-        Workers.layer({ minThreads: 0, ...decoded.workers }).pipe(
-          Layer.mapError((error) =>
-            error._tag === "InvalidWorkersOptions"
-              ? new InvalidActorSystemOptions({ details: `- workers: ${error.message}` })
-              : error
-          )
-        )
+        Option.isSome(outer)
+          ? Layer.succeed(Workers.Workers, outer.value)
+          : // The system's own pool (Spots' CPU workers): by default no thread starts before the first CPU task.
+            Workers.layer({ minThreads: 0, ...decoded.workers }).pipe(
+              Layer.mapError((error) =>
+                error._tag === "InvalidWorkersOptions"
+                  ? new InvalidActorSystemOptions({ details: `- workers: ${error.message}` })
+                  : error
+              )
+            )
       )
-    )
+    })
   )
 
 /**
@@ -268,12 +326,7 @@ export const layer = (
 export const decodeOptions = (options: unknown): Effect.Effect<Options, InvalidActorSystemOptions> =>
   Schema.decodeUnknown(Options, { errors: "all", onExcessProperty: "error" })(options).pipe(
     Effect.mapError(
-      (error) =>
-        new InvalidActorSystemOptions({
-          details: ParseResult.ArrayFormatter.formatErrorSync(error)
-            .map((issue) => `- ${issue.path.join(".") || "options"}: ${issue.message}`)
-            .join("\n")
-        })
+      (error) => new InvalidActorSystemOptions({ details: formatOptionsError(error, options, '{ name: "app" }') })
     )
   )
 

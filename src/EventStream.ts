@@ -42,8 +42,9 @@ export class DeadLetter extends Data.TaggedClass("DeadLetter")<{
 }> {}
 
 /**
- * A system-scheduler function task failed (typed error or defect). It is also logged at error level; a repeating
- * task keeps its schedule. Message schedules never publish this: the target's supervision owns those failures.
+ * A system-scheduler entry failed: a function task failed (typed error or defect), or delivering a scheduled message
+ * threw (a custom `ActorRef` whose `unsafeTell` throws). It is also logged at error level; a repeating schedule keeps
+ * its schedule. A message handler's failure is never published here: the target's supervision owns it.
  *
  * @example
  * ```ts
@@ -66,7 +67,31 @@ export class DeadLetter extends Data.TaggedClass("DeadLetter")<{
  */
 export class SchedulerError extends Data.TaggedClass("SchedulerError")<{
   readonly cause: Cause.Cause<unknown>
+  /** The schedule's reference, when it was made under one. */
+  readonly reference?: string | undefined
+  /** The path of a message schedule's target. */
+  readonly target?: string | undefined
 }> {}
+
+/**
+ * `subscribe` was given something that cannot subscribe: a subscriber that is not an `ActorRef`, or a classifier that
+ * is neither a class nor an object with an `is` function.
+ *
+ * @example
+ * ```ts
+ * import { EventStream } from "tickwork"
+ *
+ * console.log(new EventStream.InvalidSubscription({ reason: "the classifier must be a class" }).message)
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidSubscription extends Data.TaggedError("InvalidSubscription")<{ readonly reason: string }> {
+  override get message(): string {
+    return `invalid event stream subscription: ${this.reason}`
+  }
+}
 
 /**
  * What a subscription selects: a class (matched with `instanceof`) or a refinement.
@@ -83,8 +108,16 @@ export type Classifier<A> = (abstract new (...args: any) => A) | { readonly is: 
  * @category models
  */
 export interface EventStream {
-  /** Delivers every published event matching `classifier` to `subscriber`. Subscribing twice is idempotent. */
-  readonly subscribe: <A>(subscriber: ActorRef<A>, classifier: Classifier<A>) => Effect.Effect<void>
+  /**
+   * Delivers every published event matching `classifier` to `subscriber`. Subscribing twice is idempotent. A
+   * subscriber that is not an `ActorRef`, or a classifier that is neither a class nor an object with an `is` function,
+   * fails with `InvalidSubscription`. A subscriber or classifier that throws while an event is published misses that
+   * event (the throw is logged at error level); the other subscribers and the publisher are not affected.
+   */
+  readonly subscribe: <A>(
+    subscriber: ActorRef<A>,
+    classifier: Classifier<A>
+  ) => Effect.Effect<void, InvalidSubscription>
   /** Ends one subscription, or all of `subscriber`'s when no classifier is given. */
   readonly unsubscribe: (subscriber: ActorRef<any>, classifier?: Classifier<unknown>) => Effect.Effect<void>
   /** Publishes `event` to every matching subscriber. */

@@ -11,7 +11,8 @@ import * as MetricKey from "effect/MetricKey"
 import { latenessKey } from "./internal/metricKeys.js"
 
 /**
- * The kinds of timer a metric may be tagged with (`timer_kind`).
+ * The kinds of timer tickwork arms, as metrics tag them (`timer_kind`). The metrics take any kind's name: a timer kind
+ * added later needs no change here.
  *
  * @since 0.1.0
  * @category models
@@ -56,6 +57,42 @@ export const activeTimers = (system: string): Metric.Metric.Gauge<number> =>
   ) as Metric.Metric.Gauge<number>
 
 /**
+ * Timers whose firing threw or failed, by timer kind (`timer_kind`, a `TimerKind`). Each fault is caught at the timer
+ * that caused it and logged at error level; the engine and every other timer go on (see docs/reliability.md).
+ *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Metrics } from "tickwork"
+ *
+ * const faults = Metric.value(Metrics.timerFaults("scheduler_message")).pipe(Effect.map((state) => state.count))
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const timerFaults = (kind: TimerKind | (string & {})): Metric.Metric.Counter<number> =>
+  counter("tickwork_timer_faults_total", "timers whose firing threw or failed", "timer_kind", kind)
+
+/**
+ * Restarts of a system's timer engine after its driver fiber ended other than by shutdown (a gauge would hide them:
+ * a counter tagged `system`). Every pending timer is kept across a restart.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Metrics } from "tickwork"
+ *
+ * const restarts = Metric.value(Metrics.engineRestarts("app")).pipe(Effect.map((state) => state.count))
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const engineRestarts = (system: string): Metric.Metric.Counter<number> =>
+  counter("tickwork_engine_restarts_total", "timer engine restarts after its driver fiber died", "system", system)
+
+/**
  * Ticks handed to their handler, by timer kind.
  *
  * @example
@@ -69,7 +106,8 @@ export const activeTimers = (system: string): Metric.Metric.Gauge<number> =>
  * @since 0.1.0
  * @category constructors
  */
-export const ticksDelivered = (kind: TimerKind): Metric.Metric.Counter<number> => deliveredByKind[kind]
+export const ticksDelivered = (kind: TimerKind | (string & {})): Metric.Metric.Counter<number> =>
+  counter("tickwork_ticks_delivered_total", "ticks handed to handlers", "timer_kind", kind)
 
 /**
  * Ticks dropped, by reason.
@@ -85,7 +123,8 @@ export const ticksDelivered = (kind: TimerKind): Metric.Metric.Counter<number> =
  * @since 0.1.0
  * @category constructors
  */
-export const ticksDropped = (reason: DropReason): Metric.Metric.Counter<number> => droppedByReason[reason]
+export const ticksDropped = (reason: DropReason): Metric.Metric.Counter<number> =>
+  counter("tickwork_ticks_dropped_total", "ticks dropped", "reason", reason)
 
 /**
  * How late the engine fired timers, in milliseconds after their due time.
@@ -103,30 +142,19 @@ export const ticksDropped = (reason: DropReason): Metric.Metric.Counter<number> 
  */
 export const tickLateness: Metric.Metric.Histogram<number> = Metric.fromMetricKey(latenessKey)
 
-// Tags live in the metric key, so an update passes the same empty tag array and hits Effect's hook cache.
-const counter = (name: string, description: string, tag: string, value: string): Metric.Metric.Counter<number> =>
-  Metric.fromMetricKey(
-    MetricKey.counter(name, { description, incremental: true }).pipe(MetricKey.tagged(tag, value))
-  ) as Metric.Metric.Counter<number>
+// Tags live in the metric key, so an update passes the same empty tag array and hits Effect's hook cache. A counter is
+// made the first time its tag value is asked for, so a new timer kind needs nothing here.
+const counters = new Map<string, Map<string, Metric.Metric.Counter<number>>>()
 
-const timerKinds: ReadonlyArray<TimerKind> = [
-  "actor_timer",
-  "receive_timeout",
-  "scheduler_message",
-  "scheduler_function",
-  "grain_timer",
-  "spot_timer",
-  "entity_timer"
-]
-const dropReasons: ReadonlyArray<DropReason> = ["mailbox_full", "stale", "owner_stopped"]
-
-const deliveredByKind = Object.fromEntries(
-  timerKinds.map((kind) => [
-    kind,
-    counter("tickwork_ticks_delivered_total", "ticks handed to handlers", "timer_kind", kind)
-  ])
-) as Record<TimerKind, Metric.Metric.Counter<number>>
-
-const droppedByReason = Object.fromEntries(
-  dropReasons.map((reason) => [reason, counter("tickwork_ticks_dropped_total", "ticks dropped", "reason", reason)])
-) as Record<DropReason, Metric.Metric.Counter<number>>
+const counter = (name: string, description: string, tag: string, value: string): Metric.Metric.Counter<number> => {
+  let byValue = counters.get(name)
+  if (byValue === undefined) counters.set(name, (byValue = new Map()))
+  let made = byValue.get(value)
+  if (made === undefined) {
+    made = Metric.fromMetricKey(
+      MetricKey.counter(name, { description, incremental: true }).pipe(MetricKey.tagged(tag, value))
+    ) as Metric.Metric.Counter<number>
+    byValue.set(value, made)
+  }
+  return made
+}

@@ -9,6 +9,12 @@
  * comes due while the previous one is still going starts right after it). A failing task is logged at error level
  * and published as `SchedulerError`; a repeating task keeps its schedule.
  *
+ * Every input is checked when the schedule is made: a target or sender that is not an `ActorRef`, or a task that is
+ * not an `Effect`, fails with `InvalidTimerTarget`, a bad delay or interval with `InvalidTimerDelay` /
+ * `InvalidTimerInterval`. A custom `ActorRef` whose `unsafeTell` throws when a tick is delivered is that schedule's
+ * fault alone: it is logged at error level, counted in `Metrics.timerFaults` and published as `SchedulerError`, and
+ * a repeating schedule keeps firing (docs/reliability.md).
+ *
  * @since 0.1.0
  */
 import type * as Duration from "effect/Duration"
@@ -18,6 +24,8 @@ import type {
   InvalidCronExpression,
   InvalidTimerDelay,
   InvalidTimerInterval,
+  InvalidTimerReference,
+  InvalidTimerTarget,
   ScheduledReferenceNotFound
 } from "./TimerError.js"
 
@@ -69,7 +77,7 @@ export interface Scheduler {
     target: ActorRef<Msg>,
     message: Msg,
     sender?: ActorRef<any>
-  ) => Effect.Effect<Cancellable, InvalidTimerDelay>
+  ) => Effect.Effect<Cancellable, InvalidTimerDelay | InvalidTimerTarget>
   /**
    * `scheduleOnce`, done at once outside any effect, like `ActorRef.unsafeTell`: for callbacks and hot paths that
    * already run synchronously (an `Effect.sync` handler). A bad `delay` throws the `InvalidTimerDelay` that
@@ -102,7 +110,7 @@ export interface Scheduler {
   readonly scheduleOnceFunction: <E, R>(
     delay: Duration.DurationInput,
     task: Effect.Effect<unknown, E, R>
-  ) => Effect.Effect<Cancellable, InvalidTimerDelay, R>
+  ) => Effect.Effect<Cancellable, InvalidTimerDelay | InvalidTimerTarget, R>
   /** Sends `message` to `target` after `initialDelay`, then every `interval` on a fixed grid. */
   readonly scheduleAtFixedRate: <Msg>(
     initialDelay: Duration.DurationInput,
@@ -110,18 +118,18 @@ export interface Scheduler {
     target: ActorRef<Msg>,
     message: Msg,
     sender?: ActorRef<any>
-  ) => Effect.Effect<Cancellable, InvalidTimerDelay | InvalidTimerInterval>
+  ) => Effect.Effect<Cancellable, InvalidTimerDelay | InvalidTimerInterval | InvalidTimerTarget>
   /**
    * Sends `message` to `target` at every instant of a Quartz cron expression (see `QuartzCron`). Instants missed
-   * while the process stalled are not replayed. An expression that never fires again is accepted and comes back
-   * already cancelled.
+   * while the process stalled are not replayed. An expression with no instant after now (its years are all past)
+   * fails with `InvalidCronExpression`, as an expression that does not parse does.
    */
   readonly scheduleWithCron: <Msg>(
     target: ActorRef<Msg>,
     message: Msg,
     expression: string,
     options?: CronOptions
-  ) => Effect.Effect<Cancellable, InvalidCronExpression>
+  ) => Effect.Effect<Cancellable, InvalidCronExpression | InvalidTimerTarget | InvalidTimerReference>
   /** Cancels the schedule made under `reference`. */
   readonly cancelSchedule: (reference: string) => Effect.Effect<void, ScheduledReferenceNotFound>
   /** Runs `task` after `initialDelay`, then every `interval` on a fixed grid. */
@@ -129,7 +137,7 @@ export interface Scheduler {
     initialDelay: Duration.DurationInput,
     interval: Duration.DurationInput,
     task: Effect.Effect<unknown, E, R>
-  ) => Effect.Effect<Cancellable, InvalidTimerDelay | InvalidTimerInterval, R>
+  ) => Effect.Effect<Cancellable, InvalidTimerDelay | InvalidTimerInterval | InvalidTimerTarget, R>
 }
 
 /**

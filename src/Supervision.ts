@@ -7,7 +7,9 @@
  * @since 0.1.0
  */
 import type * as Cause from "effect/Cause"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
+import * as Either from "effect/Either"
+import { intervalMillis } from "./internal/duration.js"
 
 /**
  * What happens to a failed child.
@@ -128,8 +130,9 @@ export function decider(
   decide: (cause: Cause.Cause<unknown>) => Directive,
   options?: { readonly maxRestarts?: number; readonly within?: Duration.DurationInput }
 ): SupervisorStrategy {
+  // Kept as given and checked when an actor with this strategy is spawned: a bad value fails that spawn with
+  // `ActorSystem.InvalidActorDefinition`, never a throw here (`within` that is not a duration reads NaN).
   const maxRestarts = options?.maxRestarts ?? Number.POSITIVE_INFINITY
-  if (!(maxRestarts >= 0)) throw new RangeError(`maxRestarts must be >= 0, got ${maxRestarts}`)
-  const withinMillis = options?.within === undefined ? Number.POSITIVE_INFINITY : Duration.toMillis(options.within)
-  return { decide, maxRestarts, withinMillis }
+  const within = options?.within === undefined ? Either.right(Number.POSITIVE_INFINITY) : intervalMillis(options.within)
+  return { decide, maxRestarts, withinMillis: Either.getOrElse(within, () => Number.NaN) }
 }

@@ -124,6 +124,53 @@ export class ScheduledReferenceNotFound extends Data.TaggedError("ScheduledRefer
 }
 
 /**
+ * What a timer would deliver to is not usable: a message schedule's target or sender that is not an `ActorRef`, or a
+ * function task that is not an `Effect`. Checked when the schedule is made, so a bad value never reaches the engine.
+ *
+ * @example
+ * ```ts
+ * import { TimerError } from "tickwork"
+ *
+ * console.log(new TimerError.InvalidTimerTarget({ target: "undefined", reason: "the target must be an ActorRef" }).message)
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidTimerTarget extends Data.TaggedError("InvalidTimerTarget")<{
+  /** The value given, as text. */
+  readonly target: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `invalid timer target ${this.target}: ${this.reason}`
+  }
+}
+
+/**
+ * A timer reference (the name a schedule is steered by) that is not a non-empty string.
+ *
+ * @example
+ * ```ts
+ * import { TimerError } from "tickwork"
+ *
+ * console.log(new TimerError.InvalidTimerReference({ reference: "", reason: "must not be empty" }).message)
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidTimerReference extends Data.TaggedError("InvalidTimerReference")<{
+  /** The value given, as text. */
+  readonly reference: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `invalid timer reference ${JSON.stringify(this.reference)}: ${this.reason}`
+  }
+}
+
+/**
  * Any error a timer operation can fail with.
  *
  * @since 0.1.0
@@ -135,3 +182,5 @@ export type TimerError =
   | InvalidCronExpression
   | GrainTimersStopped
   | ScheduledReferenceNotFound
+  | InvalidTimerTarget
+  | InvalidTimerReference

@@ -16,7 +16,9 @@ import type * as Schedule from "effect/Schedule"
 import type { InvalidTimerDelay, InvalidTimerInterval } from "./TimerError.js"
 
 /**
- * The timers of one actor incarnation. The operations are methods: call them on `ctx.timers`.
+ * The timers of one actor incarnation. Every member is a property that works on its own, so destructuring is safe
+ * (`const { cancel } = ctx.timers`): an operation with arguments is a function returning an `Effect`, one without is
+ * the `Effect` itself (`cancelAll`, `activeKeys`), as everywhere in tickwork and in Effect's own services.
  *
  * @example
  * ```ts
@@ -41,39 +43,50 @@ import type { InvalidTimerDelay, InvalidTimerInterval } from "./TimerError.js"
  */
 export interface TimerScheduler<Msg> {
   /** Sends `message` once after `delay` (0 allowed: as soon as possible). */
-  startSingleTimer(key: string, message: Msg, delay: Duration.DurationInput): Effect.Effect<void, InvalidTimerDelay>
+  readonly startSingleTimer: (
+    key: string,
+    message: Msg,
+    delay: Duration.DurationInput
+  ) => Effect.Effect<void, InvalidTimerDelay>
   /**
    * Sends `message` every `interval`, each tick `interval` after the previous one was sent (no catch-up after a
    * stall). The first tick comes after `initialDelay` (default: `interval`); 0 fires at once.
    */
-  startTimerWithFixedDelay(
+  readonly startTimerWithFixedDelay: (
     key: string,
     message: Msg,
     interval: Duration.DurationInput,
     initialDelay?: Duration.DurationInput
-  ): Effect.Effect<void, InvalidTimerInterval | InvalidTimerDelay>
+  ) => Effect.Effect<void, InvalidTimerInterval | InvalidTimerDelay>
   /**
    * Sends `message` on a fixed grid: `initialDelay` (default: `interval`), then every `interval` from there. After a
    * stall the missed ticks are all sent (the backlog is not compressed).
    */
-  startTimerAtFixedRate(
+  readonly startTimerAtFixedRate: (
     key: string,
     message: Msg,
     interval: Duration.DurationInput,
     initialDelay?: Duration.DurationInput
-  ): Effect.Effect<void, InvalidTimerInterval | InvalidTimerDelay>
+  ) => Effect.Effect<void, InvalidTimerInterval | InvalidTimerDelay>
   /**
    * Sends `message` at the delays an Effect `Schedule` yields, stepped from the moment the timer starts: the first
    * tick after the schedule's first delay, and no more once the schedule is done. Exponential backoff, jitter, caps
-   * and unions all work.
+   * and unions all work. Like every timer, it fires at most once per millisecond: a delay the schedule computes below
+   * 1 ms after a firing waits 1 ms. A value that is not a `Schedule` fails with `InvalidTimerInterval`; a schedule
+   * that throws while stepped ends the timer (its tick of that firing is still delivered) and is logged and counted
+   * as a timer fault.
    */
-  startTimerWithSchedule(key: string, message: Msg, schedule: Schedule.Schedule<unknown>): Effect.Effect<void>
+  readonly startTimerWithSchedule: (
+    key: string,
+    message: Msg,
+    schedule: Schedule.Schedule<unknown>
+  ) => Effect.Effect<void, InvalidTimerInterval>
   /** Cancels the timer under `key` and drops its queued ticks; true when a timer was active. */
-  cancel(key: string): Effect.Effect<boolean>
+  readonly cancel: (key: string) => Effect.Effect<boolean>
   /** Cancels every timer of this incarnation. */
   readonly cancelAll: Effect.Effect<void>
   /** True while the timer under `key` can still deliver: a single timer until its tick is handled. */
-  isTimerActive(key: string): Effect.Effect<boolean>
+  readonly isTimerActive: (key: string) => Effect.Effect<boolean>
   /** The keys of the active timers, in the order they were started. */
   readonly activeKeys: Effect.Effect<ReadonlyArray<string>>
 }

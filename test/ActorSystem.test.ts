@@ -54,6 +54,33 @@ describe("ActorSystem.layer options", () => {
     })
   )
 
+  it.effect("reports one line per bad option and nothing else, whatever the caller passed", () =>
+    Effect.gen(function* () {
+      const details = (options: unknown) =>
+        Effect.map(Effect.flip(ActorSystem.decodeOptions(options)), (error) => error.details)
+      for (const input of [undefined, null, "app", 42, [1]]) {
+        const text = yield* details(input)
+        assert.match(text, /^- options: must be an object such as \{ name: "app" \}, got /, String(input))
+        assert.notInclude(text, "\n", "one line")
+      }
+      assert.strictEqual(
+        yield* details({ name: 5, throughput: "x", mailboxCapacity: 0, askTimeout: "soon", guardian: "explode" }),
+        [
+          "- name: expected string, got 5",
+          "- mailboxCapacity: must be a positive integer",
+          '- askTimeout: must be a positive finite duration such as "5 seconds" or 5000 (millis)',
+          '- throughput: expected number, got "x"',
+          '- guardian: expected "restart", "stop" or "resume", got "explode"'
+        ].join("\n")
+      )
+      assert.strictEqual(
+        yield* details({ name: "ok", workers: { maxThreads: "2" } }),
+        '- workers.maxThreads: expected number, got "2"'
+      )
+      assert.strictEqual(yield* details({}), "- name: is missing")
+    })
+  )
+
   it.effect("validates the worker pool options inside the root options", () =>
     Effect.gen(function* () {
       const error = yield* build({ name: "ok", workers: { minThreads: 4, maxThreads: 2 } })
@@ -71,6 +98,25 @@ describe("ActorSystem.layer options", () => {
       const stats = yield* workers.stats
       assert.strictEqual(stats.threads, 0)
     }).pipe(Effect.provide(ActorSystem.layer({ name: "pool", workers: { maxThreads: 2 } })))
+  )
+
+  it.effect("uses a Workers layer provided around it instead of a pool of its own; both at once is an error", () =>
+    Effect.gen(function* () {
+      const outerPool = Workers.layer({ minThreads: 0, maxThreads: 1 })
+      const used = yield* Effect.gen(function* () {
+        const workers = yield* Workers.Workers
+        return workers.options.maxThreads
+      }).pipe(Effect.provide(ActorSystem.layer({ name: "outer" })), Effect.provide(outerPool))
+      assert.strictEqual(used, 1)
+      const both = yield* Effect.flip(
+        Layer.build(ActorSystem.layer({ name: "both", workers: { maxThreads: 2 } })).pipe(
+          Effect.scoped,
+          Effect.provide(outerPool)
+        )
+      )
+      assert.strictEqual(both._tag, "InvalidActorSystemOptions")
+      assert.include(both.message, "a Workers layer is provided around the system as well")
+    })
   )
 
   it.effect("accepts durations as strings or millis", () =>
@@ -378,6 +424,8 @@ describe("ActorSystem", () => {
         fibers: 0,
         timers: 0,
         engineEntries: 0,
+        engineRunning: false,
+        engineRestarts: 0,
         deadLetters: (yield* system.stats).deadLetters
       })
       const late = yield* Effect.flip(system.spawn(Leaf("late"), "late"))

@@ -8,6 +8,7 @@ import { Context, type Duration, Effect, FiberRef, HashMap, Layer, Option, TestC
 import { Actor, type ActorRef, ActorSystem, type Timers } from "tickwork"
 import { TestProbe } from "tickwork/testkit"
 import type { CellRef } from "../src/internal/actorCell.js"
+import * as effectInternals from "../src/internal/effectInternals.js"
 import { captureLogs } from "./utils.js"
 
 const SystemLive = ActorSystem.layer({ name: "dispatch" })
@@ -165,25 +166,29 @@ describe("actors sharing dispatcher fibers", () => {
     }).pipe(Effect.provide(SystemLive))
   )
 
-  it.scoped("a tick for an idle actor is handled as it fires, before what fires after it in the same turn", () =>
-    Effect.gen(function* () {
-      const system = yield* ActorSystem.ActorSystem
-      const probe = yield* TestProbe.make<string>()
-      const Quick = Actor.make<"tick">()({
-        preStart: (ctx) => Effect.zipRight(tickAfter(ctx, "10 millis"), probe.ref.tell("started")),
-        receive: () => Effect.sync(() => probe.ref.unsafeTell("handled"))
-      })
-      yield* system.spawn(Quick, "quick")
-      assert.strictEqual(yield* probe.expectMessage, "started")
-      // due in the same millisecond and armed after the actor's timer: it fires next, straight to the probe
-      yield* system.scheduler.scheduleOnce("10 millis", probe.ref, "fired next")
-      yield* TestClock.adjust("10 millis")
-      // through the mailbox and the dispatcher, the tick would be handled at the end of the turn, after it
-      assert.deepStrictEqual(
-        (yield* probe.receiveAll).map((r) => r.message),
-        ["handled", "fired next"]
-      )
-    }).pipe(Effect.provide(SystemLive))
+  // The order of two different receivers within one millisecond is the fast path's, not a guarantee: with effect's
+  // internals out of reach (TICKWORK_EFFECT_INTERNALS=public) a handler goes through the run loop at the end of the turn.
+  it.scoped.skipIf(effectInternals.mode === "public")(
+    "a tick for an idle actor is handled as it fires, before what fires after it in the same turn",
+    () =>
+      Effect.gen(function* () {
+        const system = yield* ActorSystem.ActorSystem
+        const probe = yield* TestProbe.make<string>()
+        const Quick = Actor.make<"tick">()({
+          preStart: (ctx) => Effect.zipRight(tickAfter(ctx, "10 millis"), probe.ref.tell("started")),
+          receive: () => Effect.sync(() => probe.ref.unsafeTell("handled"))
+        })
+        yield* system.spawn(Quick, "quick")
+        assert.strictEqual(yield* probe.expectMessage, "started")
+        // due in the same millisecond and armed after the actor's timer: it fires next, straight to the probe
+        yield* system.scheduler.scheduleOnce("10 millis", probe.ref, "fired next")
+        yield* TestClock.adjust("10 millis")
+        // through the mailbox and the dispatcher, the tick would be handled at the end of the turn, after it
+        assert.deepStrictEqual(
+          (yield* probe.receiveAll).map((r) => r.message),
+          ["handled", "fired next"]
+        )
+      }).pipe(Effect.provide(SystemLive))
   )
 
   it.scoped(

@@ -324,7 +324,15 @@ describe("system.scheduler", () => {
       const lateTask = yield* system.scheduler.scheduleOnceFunction("1 second", Effect.void)
       assert.isTrue(yield* lateTask.isCancelled)
       yield* probe.expectNoMessage("10 seconds")
-      assert.deepStrictEqual(yield* system.stats, { actors: 0, fibers: 0, timers: 0, engineEntries: 0, deadLetters: 0 })
+      assert.deepStrictEqual(yield* system.stats, {
+        actors: 0,
+        fibers: 0,
+        timers: 0,
+        engineEntries: 0,
+        engineRunning: false,
+        engineRestarts: 0,
+        deadLetters: 0
+      })
     }).pipe(Effect.provide(SystemLive))
   )
 
@@ -357,10 +365,17 @@ describe("system.scheduler", () => {
       assert.strictEqual(unknown._tag, "ScheduledReferenceNotFound")
       const invalid = yield* Effect.flip(system.scheduler.scheduleWithCron(target, "x", "0 0 * * *"))
       assert.strictEqual(invalid._tag, "InvalidCronExpression")
-      // an expression whose instants are all past comes back cancelled
-      const past = yield* system.scheduler.scheduleWithCron(target, "x", "0 0 0 1 1 ? 1970", { timeZone: "UTC" })
-      assert.isTrue(yield* past.isCancelled)
+      // an expression whose instants are all past could never fire: a typed error, and nothing armed
+      const past = yield* Effect.flip(
+        system.scheduler.scheduleWithCron(target, "x", "0 0 0 1 1 ? 1970", { timeZone: "UTC", reference: "past" })
+      )
+      assert.strictEqual(past._tag, "InvalidCronExpression")
+      assert.include(past.message, "no instant after 1970-01-01T00:06:25.000Z")
       assert.strictEqual((yield* system.stats).engineEntries, 0)
+      assert.strictEqual(
+        (yield* Effect.flip(system.scheduler.cancelSchedule("past")))._tag,
+        "ScheduledReferenceNotFound"
+      )
     }).pipe(Effect.provide(SystemLive))
   )
 

@@ -250,8 +250,72 @@ describe("Supervision", () => {
     }).pipe(Effect.provide(SystemLive))
   )
 
-  it("invalid strategy limits are programmer errors", () => {
-    assert.throws(() => Supervision.restart({ maxRestarts: -1 }), /maxRestarts/)
-    assert.throws(() => Actor.make<string>()({ receive: () => Effect.void, mailboxCapacity: 0 }), /capacity/)
-  })
+  it.effect("bad strategy limits and capacities fail the spawn with InvalidActorDefinition; nothing throws", () =>
+    Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const Plain = Actor.make<string>()({ receive: () => Effect.void })
+      const bad: ReadonlyArray<readonly [Actor.Actor<string>, string]> = [
+        [Actor.withSupervisorStrategy(Plain, Supervision.restart({ maxRestarts: -1 })), "maxRestarts must be"],
+        [Actor.withSupervisorStrategy(Plain, Supervision.restart({ maxRestarts: 1.5 })), "maxRestarts must be"],
+        [Actor.withSupervisorStrategy(Plain, Supervision.restart({ maxRestarts: Number.NaN })), "maxRestarts must be"],
+        [Actor.withSupervisorStrategy(Plain, Supervision.restart({ within: -1 })), "within must be"],
+        [Actor.withSupervisorStrategy(Plain, Supervision.restart({ within: Number.NaN })), "within must be"],
+        [Actor.withSupervisorStrategy(Plain, Supervision.restart({ within: "soon" as "1 second" })), "within must be"],
+        [Actor.withSupervisorStrategy(Plain, {} as Supervision.SupervisorStrategy), "decide must be a function"],
+        [Actor.withMailboxCapacity(Plain, 0), "mailboxCapacity must be"],
+        [Actor.withMailboxCapacity(Plain, -1), "mailboxCapacity must be"],
+        [Actor.withMailboxCapacity(Plain, 1.5), "mailboxCapacity must be"],
+        [
+          Actor.make<string>()({ receive: () => Effect.void, mailboxCapacity: "5" as unknown as number }),
+          "mailboxCapacity"
+        ],
+        [{} as Actor.Actor<string>, "is not an actor: make one with Actor.make"],
+        [undefined as unknown as Actor.Actor<string>, "undefined is not an actor"],
+        [
+          Actor.make<string>()({ receive: undefined as unknown as () => Effect.Effect<void> }),
+          "receive must be a function"
+        ]
+      ]
+      for (const [actor, reason] of bad) {
+        const error = yield* Effect.flip(system.spawn(actor, "bad"))
+        assert.strictEqual(error._tag, "InvalidActorDefinition", reason)
+        assert.include(error.message, reason)
+        assert.include(error.message, 'cannot spawn actor "bad"')
+      }
+      for (const name of [42, {}, null]) {
+        const error = yield* Effect.flip(system.spawn(Plain, name as unknown as string))
+        assert.strictEqual(error._tag, "InvalidActorName")
+        assert.include(error.message, "must be a string")
+      }
+      assert.strictEqual((yield* system.stats).actors, 0)
+      // the same definitions with good values spawn
+      yield* system.spawn(Actor.withSupervisorStrategy(Plain, Supervision.restart({ maxRestarts: 0, within: 1 })), "ok")
+      yield* system.spawn(Actor.withMailboxCapacity(Plain, Number.POSITIVE_INFINITY), "unbounded")
+      assert.strictEqual((yield* system.stats).actors, 2)
+    }).pipe(Effect.provide(SystemLive))
+  )
+
+  it.effect("a decider that throws or answers nonsense stops the child, with both causes logged", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      for (const decide of [
+        () => {
+          throw new Error("decider bug")
+        },
+        () => "explode" as Supervision.Directive
+      ]) {
+        // the parent forwards every message to its child
+        const Parent = Actor.make<Msg>()({
+          preStart: (ctx) => Effect.orDie(ctx.spawn(Recorder(probe, "child"), "child")),
+          receive: (msg, _ctx, child) => Effect.as(child.tell(msg), child),
+          supervisorStrategy: Supervision.decider(decide)
+        })
+        const parent = yield* ActorSystem.spawn(Parent)
+        yield* probe.expectMessageEquals("child:preStart")
+        yield* parent.tell({ _tag: "Fail", how: "defect" })
+        yield* probe.expectMessageEquals("child:postStop(0)")
+        yield* probe.expectNoMessage("1 second")
+      }
+    }).pipe(Effect.provide(SystemLive))
+  )
 })

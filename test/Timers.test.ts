@@ -158,6 +158,91 @@ describe("context.timers", () => {
     }).pipe(Effect.provide(SystemLive))
   )
 
+  it.effect("in its last tick's handler a schedule timer reads inactive, as a single timer does", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const Checker = Actor.make<string>()({
+        preStart: (ctx) =>
+          Effect.zipRight(
+            ctx.timers.startSingleTimer("single", "single", "100 millis").pipe(Effect.orDie),
+            ctx.timers.startTimerWithSchedule("sched", "sched", Schedule.spaced("100 millis").pipe(Schedule.upTo(250)))
+          ),
+        receive: (msg, ctx) =>
+          Effect.flatMap(ctx.timers.isTimerActive(msg), (active) => probe.ref.tell(`${msg}:${active}`))
+      })
+      yield* ActorSystem.spawn(Checker, "checker")
+      yield* TestClock.adjust("1 second")
+      // the schedule gives up after 250 ms: its tick at 300 is its last
+      assert.deepStrictEqual(yield* labels(probe), [
+        "single:false:100",
+        "sched:true:100",
+        "sched:true:200",
+        "sched:false:300"
+      ])
+    }).pipe(Effect.provide(SystemLive))
+  )
+
+  it.effect("a schedule that never waits fires at most once per millisecond, the engine's resolution", () =>
+    Effect.gen(function* () {
+      const { probe, ref } = yield* setup()
+      yield* inActor(ref, (t) => t.startTimerWithSchedule("busy", tick("f"), Schedule.forever))
+      yield* TestClock.adjust("300 millis")
+      yield* inActor(ref, (t) => t.cancel("busy"))
+      const ats = (yield* probe.receiveAll).map((r) => r.at)
+      // at arming (0), then every millisecond up to 300
+      assert.strictEqual(ats.length, 301)
+      assert.deepStrictEqual(ats.slice(0, 3), [0, 1, 2])
+    }).pipe(Effect.provide(SystemLive))
+  )
+
+  it.effect("intervals below 1 ms are an InvalidTimerInterval for every periodic actor timer", () =>
+    Effect.gen(function* () {
+      const { ref } = yield* setup()
+      for (const interval of [0.001, "500 micros", 0.999] as ReadonlyArray<Duration.DurationInput>) {
+        const delay = yield* Effect.flip(inActor(ref, (t) => t.startTimerWithFixedDelay("d", tick("d"), interval)))
+        const rate = yield* Effect.flip(inActor(ref, (t) => t.startTimerAtFixedRate("r", tick("r"), interval)))
+        for (const error of [delay, rate]) {
+          assert.strictEqual(error._tag, "InvalidTimerInterval")
+          assert.include(error.message, "at least 1 ms")
+        }
+      }
+      assert.deepStrictEqual(yield* inActor(ref, (t) => t.activeKeys), [])
+    }).pipe(Effect.provide(SystemLive))
+  )
+
+  it.effect("every member of ctx and ctx.timers works destructured, off its object", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const Child = Actor.make<string>()({ receive: () => Effect.void })
+      const Detached = Actor.make<string>()({
+        preStart: (ctx) =>
+          Effect.gen(function* () {
+            const { timers, spawn, stop, self, path, setReceiveTimeout, cancelReceiveTimeout } = ctx
+            const { startSingleTimer, startTimerWithFixedDelay, startTimerAtFixedRate, startTimerWithSchedule } = timers
+            const { cancel, cancelAll, isTimerActive, activeKeys } = timers
+            yield* Effect.orDie(startSingleTimer("single", "single", "10 millis"))
+            yield* Effect.orDie(startTimerWithFixedDelay("delay", "delay", "1 hour"))
+            yield* Effect.orDie(startTimerAtFixedRate("rate", "rate", "1 hour"))
+            yield* Effect.orDie(startTimerWithSchedule("schedule", "schedule", Schedule.spaced("1 hour")))
+            assert.deepStrictEqual(yield* activeKeys, ["single", "delay", "rate", "schedule"])
+            assert.isTrue(yield* cancel("delay"))
+            assert.isFalse(yield* isTimerActive("delay"))
+            yield* Effect.orDie(setReceiveTimeout("1 hour", "idle"))
+            yield* cancelReceiveTimeout
+            const child = yield* Effect.orDie(spawn(Child, "child"))
+            yield* stop(child)
+            yield* probe.ref.tell(`${path} ${self.path} ${ctx.children.length}`)
+            yield* cancelAll
+            assert.deepStrictEqual(yield* activeKeys, [])
+          }),
+        receive: (msg) => probe.ref.tell(msg)
+      })
+      yield* ActorSystem.spawn(Detached, "detached")
+      yield* TestClock.adjust("1 second")
+      assert.deepStrictEqual(yield* labels(probe), ["/user/detached /user/detached 0:0"])
+    }).pipe(Effect.provide(SystemLive))
+  )
+
   it.effect("startTimerWithSchedule with a union of schedules ticks on both", () =>
     Effect.gen(function* () {
       const { probe, ref } = yield* setup()

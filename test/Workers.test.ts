@@ -81,6 +81,72 @@ describe("Workers options", () => {
   )
 })
 
+describe("Workers pool limits", () => {
+  it.effect("a full queue is a typed error at once, not a hang; the pool recovers", () =>
+    Effect.gen(function* () {
+      const workers = yield* Workers.Workers
+      const first = yield* Effect.fork(workers.run(busyFor, 300))
+      const second = yield* Effect.fork(workers.run(busyFor, 10))
+      yield* eventually(Effect.map(workers.stats, (s) => s.running === 1 && s.queued === 1))
+      assert.deepStrictEqual(yield* workers.stats, { threads: 1, running: 1, queued: 1 })
+      const full = yield* Effect.flip(workers.run(spin, 1))
+      assert.deepStrictEqual(full, new Workers.WorkerQueueFull({ maxThreads: 1, queueLength: 1 }))
+      assert.strictEqual(full.message, "worker queue full: 1 threads busy and 1 tasks waiting")
+      // inside a Spot, Yield fails at once too, before giving the turn back
+      const spot = yield* Spot.spawn({ initialState: 0 }, "full")
+      const fromSpot = yield* Effect.flip(spot.run(() => Workers.cpu(spin, 1).pipe(Spot.Yield)))
+      assert.strictEqual(fromSpot._tag, "WorkerQueueFull")
+      yield* first
+      yield* second
+      assert.strictEqual(yield* workers.run(spin, 1), 0)
+      assert.deepStrictEqual(yield* workers.stats, { threads: 1, running: 0, queued: 0 })
+    }).pipe(
+      // the pool is configured in the system's root options
+      Effect.provide(ActorSystem.layer({ name: "full", workers: { minThreads: 1, maxThreads: 1, queueLength: 1 } }))
+    )
+  )
+
+  it.effect("minThreads 0: no thread before the first task; idle threads exit after idleTime (TestClock)", () =>
+    Effect.gen(function* () {
+      const workers = yield* Workers.Workers
+      yield* realSleep(100)
+      assert.strictEqual((yield* workers.stats).threads, 0, "nothing started with the layer")
+      yield* Effect.all([workers.run(busyFor, 100), workers.run(busyFor, 100)], { concurrency: 2 })
+      assert.strictEqual((yield* workers.stats).threads, 2)
+      yield* TestClock.adjust("500 millis")
+      yield* realSleep(100)
+      assert.strictEqual((yield* workers.stats).threads, 2, "not idle long enough")
+      yield* TestClock.adjust("2 seconds")
+      assert.isTrue(yield* eventually(Effect.map(workers.stats, (s) => s.threads === 0)))
+      assert.strictEqual(yield* workers.run(spin, 1), 0, "a thread starts again on demand")
+    }).pipe(Effect.provide(Workers.layer({ minThreads: 0, maxThreads: 2, idleTime: "1 second" })))
+  )
+
+  it.effect("closing the layer ends every thread", () =>
+    Effect.gen(function* () {
+      let stats: Workers.Stats | undefined
+      const exit = yield* Effect.exit(
+        Effect.scoped(
+          Effect.gen(function* () {
+            const workers = yield* Workers.Workers
+            yield* workers.run(spin, 1)
+            stats = yield* workers.stats
+            return workers
+          }).pipe(Effect.provide(Workers.layer({ minThreads: 2, maxThreads: 2 })))
+        )
+      )
+      assert.isTrue(Exit.isSuccess(exit))
+      assert.strictEqual(stats?.threads, 2)
+      const workers = (exit as Exit.Success<Workers.WorkersService, never>).value
+      assert.isTrue(yield* eventually(Effect.map(workers.stats, (s) => s.threads === 0)))
+      const after = yield* Effect.exit(workers.run(spin, 1))
+      assert.isTrue(Exit.isFailure(after) && (Cause.isInterruptedOnly(after.cause) || Cause.isFailure(after.cause)))
+    })
+  )
+})
+
+// Last in the file: @effect/vitest 0.30's `layer` installs its runtime on the global `it`, so every `it.effect` after
+// it in the file would run with this pool provided around it.
 layer(Workers.layer({ minThreads: 1, maxThreads: 2 }))("Workers pool", (it) => {
   it.effect("runs a task on another thread; input and output are copied through their Schemas", () =>
     Effect.gen(function* () {
@@ -158,70 +224,6 @@ layer(Workers.layer({ minThreads: 1, maxThreads: 2 }))("Workers pool", (it) => {
       const line = logs.find((l) => l.message.includes("Spot.Submit: worker call checkedSqrt failed"))!
       assert.strictEqual(line.level, "ERROR")
       assert.strictEqual(line.annotations.actor, "/user/cpu-submit")
-    })
-  )
-})
-
-describe("Workers pool limits", () => {
-  it.effect("a full queue is a typed error at once, not a hang; the pool recovers", () =>
-    Effect.gen(function* () {
-      const workers = yield* Workers.Workers
-      const first = yield* Effect.fork(workers.run(busyFor, 300))
-      const second = yield* Effect.fork(workers.run(busyFor, 10))
-      yield* eventually(Effect.map(workers.stats, (s) => s.running === 1 && s.queued === 1))
-      assert.deepStrictEqual(yield* workers.stats, { threads: 1, running: 1, queued: 1 })
-      const full = yield* Effect.flip(workers.run(spin, 1))
-      assert.deepStrictEqual(full, new Workers.WorkerQueueFull({ maxThreads: 1, queueLength: 1 }))
-      assert.strictEqual(full.message, "worker queue full: 1 threads busy and 1 tasks waiting")
-      // inside a Spot, Yield fails at once too, before giving the turn back
-      const spot = yield* Spot.spawn({ initialState: 0 }, "full")
-      const fromSpot = yield* Effect.flip(spot.run(() => Workers.cpu(spin, 1).pipe(Spot.Yield)))
-      assert.strictEqual(fromSpot._tag, "WorkerQueueFull")
-      yield* first
-      yield* second
-      assert.strictEqual(yield* workers.run(spin, 1), 0)
-      assert.deepStrictEqual(yield* workers.stats, { threads: 1, running: 0, queued: 0 })
-    }).pipe(
-      // the pool is configured in the system's root options
-      Effect.provide(ActorSystem.layer({ name: "full", workers: { minThreads: 1, maxThreads: 1, queueLength: 1 } }))
-    )
-  )
-
-  it.effect("minThreads 0: no thread before the first task; idle threads exit after idleTime (TestClock)", () =>
-    Effect.gen(function* () {
-      const workers = yield* Workers.Workers
-      yield* realSleep(100)
-      assert.strictEqual((yield* workers.stats).threads, 0, "nothing started with the layer")
-      yield* Effect.all([workers.run(busyFor, 100), workers.run(busyFor, 100)], { concurrency: 2 })
-      assert.strictEqual((yield* workers.stats).threads, 2)
-      yield* TestClock.adjust("500 millis")
-      yield* realSleep(100)
-      assert.strictEqual((yield* workers.stats).threads, 2, "not idle long enough")
-      yield* TestClock.adjust("2 seconds")
-      assert.isTrue(yield* eventually(Effect.map(workers.stats, (s) => s.threads === 0)))
-      assert.strictEqual(yield* workers.run(spin, 1), 0, "a thread starts again on demand")
-    }).pipe(Effect.provide(Workers.layer({ minThreads: 0, maxThreads: 2, idleTime: "1 second" })))
-  )
-
-  it.effect("closing the layer ends every thread", () =>
-    Effect.gen(function* () {
-      let stats: Workers.Stats | undefined
-      const exit = yield* Effect.exit(
-        Effect.scoped(
-          Effect.gen(function* () {
-            const workers = yield* Workers.Workers
-            yield* workers.run(spin, 1)
-            stats = yield* workers.stats
-            return workers
-          }).pipe(Effect.provide(Workers.layer({ minThreads: 2, maxThreads: 2 })))
-        )
-      )
-      assert.isTrue(Exit.isSuccess(exit))
-      assert.strictEqual(stats?.threads, 2)
-      const workers = (exit as Exit.Success<Workers.WorkersService, never>).value
-      assert.isTrue(yield* eventually(Effect.map(workers.stats, (s) => s.threads === 0)))
-      const after = yield* Effect.exit(workers.run(spin, 1))
-      assert.isTrue(Exit.isFailure(after) && (Cause.isInterruptedOnly(after.cause) || Cause.isFailure(after.cause)))
     })
   )
 })

@@ -1,224 +1,46 @@
 /**
- * The runtime of one actor: its mailbox, state, children, timers and receive timeout.
+ * The runtime of one actor: its mailbox, state and children, delivery, and the drain the dispatcher runs (Akka's
+ * `ActorCell` with its `Dispatch`). Supervision and the stop sequence live in `faultHandling.ts`, the keyed timers in
+ * `actorTimers.ts`, the receive timeout in `receiveTimeout.ts` (see `cellProtocol.ts`).
  *
  * An idle actor has no fiber. Work arriving queues a drain with the system's dispatcher, which runs the drains of many
  * ready actors on one fiber, each with the actor's own FiberRefs; the drain handles queued entries back to back (no
  * suspension per message while work is queued) and ends when the mailbox is empty. A tick for an idle actor is handled
- * as it fires (`handleNow`); other ticks are drained inside the timer driver's turn. Lifetimes follow DESIGN §3: stop
- * and restart cancel the incarnation's timers (and registered timer tables) and stop its children before anything new
- * starts.
+ * as it fires (`handleNow`); other ticks are drained inside the timer driver's turn.
  */
-import * as Cause from "effect/Cause"
+import type * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
+import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
 import * as FiberRefs from "effect/FiberRefs"
 import * as HashMap from "effect/HashMap"
-import * as Runtime from "effect/Runtime"
-import type * as Schedule from "effect/Schedule"
-import * as ScheduleDecision from "effect/ScheduleDecision"
-import * as Intervals from "effect/ScheduleIntervals"
 import type { Actor, ActorContext } from "../Actor.js"
 import type { ActorRef } from "../ActorRef.js"
-import type { ActorSystemService, SpawnError } from "../ActorSystem.js"
 import type { LogContext } from "../LogContext.js"
-import type { SupervisorStrategy } from "../Supervision.js"
 import { CellContext } from "./actorContext.js"
 import { type ActorHooks, hooksOf } from "./actorHooks.js"
-import { completeNow, type Dispatcher, installFiberRefs } from "./dispatcher.js"
-import type { FiberRefsCache } from "./fiberRefsCache.js"
+import { type ActorTimer, cancelKeyedTimers } from "./actorTimers.js"
+import {
+  type CellHost,
+  ChildFailed,
+  Completion,
+  Envelope,
+  Flag,
+  STOP,
+  Status,
+  type TimerTable
+} from "./cellProtocol.js"
+import { completeNow } from "./dispatcher.js"
+import * as FaultHandling from "./faultHandling.js"
 import { EMPTY, Mailbox } from "./mailbox.js"
 import { recordDelivered, recordDropped, recordLateness } from "./metrics.js"
+import { clearReceiveTimeout, type ReceiveTimeout, setReceiveTimeout } from "./receiveTimeout.js"
 import { BaseRef, type Delivery } from "./refs.js"
 import { MailboxTick } from "./tick.js"
-import type { TimerDriver } from "./timerDriver.js"
 
-/**
- * The timers a runtime built on an actor keeps for one incarnation (an entity's, a Spot's). Registered on the cell, it
- * is stopped together with the incarnation's own timers at stop and restart, and counted in the system's stats.
- */
-export interface TimerTable {
-  readonly size: number
-  stopTimers(): void
-}
-
-/** What a cell needs from its system. */
-export interface CellHost {
-  readonly driver: TimerDriver
-  readonly dispatcher: Dispatcher
-  readonly service: ActorSystemService
-  readonly throughput: number
-  readonly askTimeoutMillis: number
-  readonly defaultMailboxCapacity: number
-  readonly guardianStrategy: SupervisorStrategy
-  readonly fiberRefsCache: FiberRefsCache
-  spawnCell<M, S, E, R>(
-    actor: Actor<M, S, E, R>,
-    name: string | undefined,
-    parent: ActorCell | undefined
-  ): Effect.Effect<ActorRef<M>, SpawnError, R>
-  deadLetter(message: unknown, sender: ActorRef<any> | undefined, recipient: string, reason: Delivery): void
-  terminated(cell: ActorCell): void
-}
-
-/** A user message that carries a sender or the sender's log context; a bare message is queued as itself. */
-class Envelope {
-  constructor(
-    readonly message: unknown,
-    readonly sender: ActorRef<any> | undefined,
-    readonly logContext: LogContext | undefined
-  ) {}
-}
-
-class StopMessage {}
-const STOP = new StopMessage()
-
-class ChildFailed {
-  constructor(
-    readonly child: ActorCell,
-    readonly cause: Cause.Cause<unknown>
-  ) {}
-}
-
-enum Status {
-  Starting = 0,
-  Running = 1,
-  Stopping = 2,
-  Terminated = 3
-}
-
-/** The cell's boolean states, bits of `flags`. */
-enum Flag {
-  /** A drain is queued or running. */
-  Draining = 1,
-  /** `forceStop` took over: a drain still queued must not run. */
-  Forced = 2,
-  Started = 4,
-  PostStopPending = 8
-}
-
-/** How the dispatcher completes the effect a drain step returned. */
-enum Completion {
-  /** `receive`: its value is the next state; a failure goes to supervision. */
-  Receive = 0,
-  /** A tick's own handler: the value is ignored; a failure goes to supervision. */
-  Tick = 1,
-  /** The actor's own machinery (start, stop, a child's escalation): a failure is an internal defect. */
-  Internal = 2
-}
-
-export enum Mode {
-  Single = 0,
-  FixedDelay = 1,
-  FixedRate = 2,
-  Schedule = 3
-}
-
-/** A `context.timers` timer. Replacing or cancelling it sets `active = false`; its queued ticks are then stale. */
-export class ActorTimer extends MailboxTick {
-  get kind() {
-    return "actor_timer" as const
-  }
-  /** Set only for `startTimerWithSchedule`: the schedule and its state. */
-  scheduled: { readonly schedule: Schedule.Schedule<unknown>; state: unknown } | undefined
-
-  constructor(
-    readonly cell: ActorCell,
-    readonly key: string,
-    readonly message: unknown,
-    mode: Mode,
-    readonly interval: number,
-    schedule: Schedule.Schedule<unknown> | undefined
-  ) {
-    super()
-    this.ownBits = mode
-    this.scheduled = schedule === undefined ? undefined : { schedule, state: schedule.initial }
-  }
-
-  get mode(): Mode {
-    return this.ownBits
-  }
-
-  fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
-    const due = this.due
-    switch (this.mode) {
-      case Mode.Single:
-        this.finished = true
-        break
-      case Mode.FixedDelay:
-        driver.schedule(this, now + this.interval)
-        break
-      case Mode.FixedRate:
-        driver.schedule(this, due + this.interval)
-        break
-      case Mode.Schedule: {
-        const dropped = this.cell.offerTick(this, due, now)
-        const next = this.step(now, driver)
-        return dropped === undefined ? next : Effect.zipRight(dropped, next)
-      }
-    }
-    return this.cell.offerTick(this, due, now)
-  }
-
-  /** Asks the schedule for the next due time; a finished schedule leaves the timer active until its last tick. */
-  step(now: number, driver: TimerDriver): Effect.Effect<void> {
-    const scheduled = this.scheduled!
-    return Effect.map(scheduled.schedule.step(now, undefined, scheduled.state), ([state, , decision]) => {
-      if (!this.active) return
-      scheduled.state = state
-      if (ScheduleDecision.isDone(decision)) {
-        this.finished = true
-        if (this.queued === 0) this.cell.removeTimer(this)
-      } else {
-        driver.schedule(this, Math.max(Intervals.start(decision.intervals), now))
-      }
-    })
-  }
-
-  accept(): boolean {
-    if (!this.active) return false
-    if (this.finished && this.queued === 0) this.cell.removeTimer(this)
-    return true
-  }
-
-  undeliverable(): void {
-    if (this.finished && this.queued === 0) this.cell.removeTimer(this)
-  }
-}
-
-/** The receive-timeout timer: re-checks idleness when it fires instead of being re-armed on every message. */
-class ReceiveTimeout extends MailboxTick {
-  get kind() {
-    return "receive_timeout" as const
-  }
-
-  constructor(
-    readonly cell: ActorCell,
-    readonly timeout: number,
-    readonly message: unknown
-  ) {
-    super()
-  }
-
-  fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
-    const idleSince = this.cell.lastActivity
-    if (now - idleSince < this.timeout) {
-      driver.schedule(this, idleSince + this.timeout)
-      return undefined
-    }
-    const due = this.due
-    driver.schedule(this, now + this.timeout)
-    return this.cell.offerTick(this, due, now)
-  }
-
-  accept(): boolean {
-    return this.active && this.cell.receiveTimeout === this
-  }
-
-  undeliverable(): void {}
-}
+export type { CellHost, TimerTable } from "./cellProtocol.js"
 
 /** The cell of the actor whose context this is (the handlers of runtimes built on actors reach their owner so). */
 export const cellOf = (context: ActorContext<any>): ActorCell => (context.self as CellRef<unknown>).cell
@@ -242,6 +64,10 @@ export class CellRef<Msg> extends BaseRef<Msg> {
   }
 }
 
+/**
+ * An actor. Its fields are read and written by the modules it is split into (`faultHandling.ts`, `actorTimers.ts`,
+ * `receiveTimeout.ts`); outside `src/internal` only its methods are used.
+ */
 export class ActorCell {
   readonly ref: CellRef<any>
   /** Names the actor's slot in the system's `FiberRefsCache`. */
@@ -253,7 +79,7 @@ export class ActorCell {
   timerTables: Array<TimerTable> | undefined = undefined
   /**
    * Completed at termination; made only when someone waits for it. Not a `Latch`: whether it is released follows from
-   * `status`, so a latch's own state (and object, ~32 B an actor) would repeat it.
+   * `status`, so a latch's own state (and object) would repeat it.
    */
   private done: Deferred.Deferred<void> | undefined = undefined
   readonly context: ActorContext<any>
@@ -264,14 +90,15 @@ export class ActorCell {
    * (`ActorSystem.spawnerBase`), shared by the actors spawned from the same FiberRefs. Set by the system at spawn.
    */
   baseRefs: FiberRefs.FiberRefs | undefined = undefined
-  /** `Flag`s: four booleans in one field (~24 B an actor fewer than four fields). */
+  /** `Flag`s: four booleans in one field rather than four fields in every actor. */
   private flags = 0
   receiveTimeout: ReceiveTimeout | undefined = undefined
   lastActivity = 0
-  private state: unknown = undefined
-  private status = Status.Starting
+  state: unknown = undefined
+  status = Status.Starting
   private currentSender: ActorRef<any> | undefined = undefined
-  private restarts: Array<number> | undefined = undefined
+  /** Restart times inside the supervisor's window (`faultHandling.ts`), made at the first restart. */
+  restarts: Array<number> | undefined = undefined
   private anonymous = 0
 
   constructor(
@@ -292,20 +119,20 @@ export class ActorCell {
     this.context = new CellContext(this)
   }
 
-  private hasFlag(flag: Flag): boolean {
+  hasFlag(flag: Flag): boolean {
     return (this.flags & flag) !== 0
   }
 
-  private setFlag(flag: Flag, on: boolean): void {
+  setFlag(flag: Flag, on: boolean): void {
     this.flags = on ? this.flags | flag : this.flags & ~flag
   }
 
-  /** The last segment of the path (not a field: ~8 B an actor; read when an actor terminates). */
+  /** The last segment of the path (not a field in every actor: it is read when an actor terminates). */
   get name(): string {
     return this.path.slice(this.path.lastIndexOf("/") + 1)
   }
 
-  private get hooks(): ActorHooks | undefined {
+  get hooks(): ActorHooks | undefined {
     return hooksOf(this.actor)
   }
 
@@ -313,6 +140,11 @@ export class ActorCell {
   get awaitDone(): Effect.Effect<void> {
     if (this.status === Status.Terminated) return Effect.void
     return Deferred.await((this.done ??= Deferred.unsafeMake(FiberId.none)))
+  }
+
+  /** Releases whoever waits in `awaitDone`: the actor has terminated. */
+  released(): void {
+    if (this.done !== undefined) Deferred.unsafeDone(this.done, Effect.void)
   }
 
   get isTerminated(): boolean {
@@ -325,6 +157,11 @@ export class ActorCell {
 
   nextChildName(): string {
     return `$${(this.anonymous++).toString(36)}`
+  }
+
+  /** The children map, made on first use. */
+  childMap(): Map<string, ActorCell> {
+    return (this.children ??= new Map())
   }
 
   // ---------------------------------------------------------------- delivery
@@ -347,8 +184,7 @@ export class ActorCell {
   offerTick(tick: MailboxTick, due: number, now: number): Effect.Effect<void> | undefined {
     recordLateness(now - due)
     if (this.status >= Status.Stopping) {
-      if (tick.kind === "scheduler_message") this.host.deadLetter(tick.message, tick.sender, this.path, "stopped")
-      else recordDropped("owner_stopped")
+      tick.lost((message, sender) => this.host.deadLetter(message, sender, this.path, "stopped"))
       tick.undeliverable()
       return undefined
     }
@@ -369,12 +205,17 @@ export class ActorCell {
     ).pipe(Effect.annotateLogs({ actor: this.path, timer_kind: tick.kind }))
   }
 
+  /** Queues a message ahead of user messages (never refused, even by a full bounded mailbox) and wakes the actor. */
+  offerSystem(message: unknown): void {
+    this.mailbox.offerSystem(message)
+    this.wake(false)
+  }
+
   /**
    * Running (so started, by a drain), with no drain queued or running, and so nothing queued: a tick may be handled at
    * once. The mailbox is not read: whatever is queued for a running actor claims a drain (`wake`), and a drain lets go
    * (`endDrain`) only when it found the mailbox empty; `handleNow` keeps the claim when its handler queued something.
-   * Reading it cost a cache miss per tick (the mailbox is an object of its own): 20k actors × 50 ms went from ~0.95 to
-   * ~0.86 µs per tick with its system lane kept in a field, and to ~0.82 without reading it.
+   * Reading it would cost a cache miss per tick (the mailbox is an object of its own).
    */
   private isIdle(): boolean {
     return !this.hasFlag(Flag.Draining) && this.status === Status.Running
@@ -387,8 +228,7 @@ export class ActorCell {
    * fiber (Effect hands `Effect.sync` no fiber), and nothing else of this actor's runs meanwhile, so this is what its
    * drain would have done. Any other handler effect is kept as `pending`, and the actor's drain, queued now, runs it
    * first: the tick is in flight, as a message whose handler started is in Akka, so a stop or a child's failure that
-   * arrives meanwhile is handled after it. (10k actors × 100 ms: CPU 33-39% → 13-16% of a core; push 300k → 600-810k
-   * ticks/s; see docs/performance.md.)
+   * arrives meanwhile is handled after it (docs/performance.md has what this saves).
    */
   private handleNow(tick: MailboxTick): void {
     // Claimed as if its drain ran: what arrives meanwhile (a tell from the handler to itself) queues behind the tick.
@@ -418,8 +258,8 @@ export class ActorCell {
   }
 
   /**
-   * Called by the dispatcher on the batch fiber about to drain this actor: installs the actor's FiberRefs. False when
-   * `forceStop` took over since the drain was queued.
+   * Called by the dispatcher on the batch fiber about to drain this actor. False when `forceStop` took over since the
+   * drain was queued.
    */
   enter(fiber: Fiber.RuntimeFiber<unknown, unknown>): boolean {
     if (this.hasFlag(Flag.Forced)) return false
@@ -429,17 +269,17 @@ export class ActorCell {
   }
 
   /** Called by the dispatcher before the first effect of a drain that runs on `fiber`. */
-  install(fiber: Fiber.RuntimeFiber<unknown, unknown>): void {
-    installFiberRefs(fiber, this.fiberRefs(fiber.id()))
+  fiberRefsOn(fiber: Fiber.RuntimeFiber<unknown, unknown>): FiberRefs.FiberRefs {
+    return this.fiberRefs(fiber.id())
   }
 
   /**
    * What the actor's handlers run with: its services (`currentContext`) and its diagnostic context (the `actor`
-   * annotation only). Not held by the actor (~0.5 KB each): made when a drain first runs an effect on a fiber, and kept
-   * a while by the system's `FiberRefsCache`. A drain whose handlers complete in place needs none. Every drain starts
-   * from these same values, whatever the handlers of the one before set on their fiber.
+   * annotation only). Not held by the actor: made when a drain first runs an effect on a fiber, and kept a while by the
+   * system's `FiberRefsCache`. A drain whose handlers complete in place needs none. Every drain starts from these same
+   * values, whatever the handlers of the one before set on their fiber.
    */
-  private fiberRefs(fiberId: FiberId.Single): FiberRefs.FiberRefs {
+  fiberRefs(fiberId: FiberId.Single): FiberRefs.FiberRefs {
     const cache = this.host.fiberRefsCache
     const cached = cache.get(this.serial)
     if (cached !== undefined) return cached
@@ -454,7 +294,7 @@ export class ActorCell {
 
   private budget = 0
   /** A tick's handler effect that `handleNow` left for the drain. */
-  private pending: Effect.Effect<unknown, unknown> | undefined = undefined
+  pending: Effect.Effect<unknown, unknown> | undefined = undefined
   /** How the dispatcher must complete the effect `next` returned. */
   private completion = Completion.Internal
 
@@ -467,7 +307,7 @@ export class ActorCell {
     if (!this.hasFlag(Flag.Started)) {
       this.setFlag(Flag.Started, true)
       this.completion = Completion.Internal
-      return this.start()
+      return FaultHandling.start(this)
     }
     const pending = this.pending
     if (pending !== undefined) {
@@ -505,44 +345,22 @@ export class ActorCell {
   failed(cause: Cause.Cause<unknown>): Effect.Effect<void> {
     const internal = this.completion === Completion.Internal
     this.currentSender = undefined
-    const handled = internal ? this.internalDefect(cause) : this.onFailure(cause)
+    if (internal) return FaultHandling.internalDefect(this, cause)
     // An internal defect must not leave the actor wedged: finish its stop sequence.
-    return internal ? handled : Effect.catchAllCause(handled, (defect) => this.internalDefect(defect))
+    return Effect.catchAllCause(FaultHandling.onFailure(this, cause), (defect) =>
+      FaultHandling.internalDefect(this, defect)
+    )
   }
 
-  private internalDefect(cause: Cause.Cause<unknown>): Effect.Effect<void> {
-    return Effect.zipRight(Effect.logError("actor drain failed; stopping the actor", cause), this.terminate(true, true))
+  /** The dispatcher caught a throw that escaped this drain's machinery (see `FaultHandling.abandon`). */
+  abandon(cause: Cause.Cause<unknown>): Effect.Effect<void> {
+    return FaultHandling.abandon(this, cause)
   }
 
   private endDrain(): undefined {
     this.setFlag(Flag.Draining, false)
     this.fiber = undefined
     return undefined
-  }
-
-  /**
-   * Stops this actor now, from outside its drain: interrupts the drain (a handler in flight), then runs the forced
-   * stop sequence on a fiber with the actor's own context. Used by system shutdown and by a parent's forced stop.
-   */
-  forceStop(): Effect.Effect<void> {
-    return Effect.suspend(() => {
-      if (this.status === Status.Terminated || this.baseRefs === undefined) return Effect.void
-      const fiberRefs = this.fiberRefs(FiberId.none)
-      const running = this.fiber
-      this.setFlag(Flag.Draining, true) // no new drain may start
-      this.setFlag(Flag.Forced, true) // and a queued one must not run
-      this.fiber = undefined
-      const interrupted = running === undefined ? Effect.void : Fiber.interrupt(running)
-      const runtime = Runtime.make({
-        context: FiberRefs.getOrDefault(fiberRefs, FiberRef.currentContext),
-        fiberRefs,
-        runtimeFlags: Runtime.defaultRuntimeFlags
-      })
-      return Effect.zipRight(
-        interrupted,
-        Effect.suspend(() => Fiber.join(Runtime.runFork(runtime)(this.terminate(true, true))))
-      )
-    })
   }
 
   /** Handles one entry; undefined when it was dropped without running anything. */
@@ -574,10 +392,10 @@ export class ActorCell {
     }
     if (entry instanceof Envelope) return this.invoke(entry.message, entry.sender, entry.logContext, false)
     this.completion = Completion.Internal
-    if (entry === STOP) return this.stop()
+    if (entry === STOP) return FaultHandling.stop(this)
     if (entry instanceof ChildFailed) {
       // A child escalated: this actor fails with the child's cause.
-      return this.status === Status.Running ? this.onFailure(entry.cause) : undefined
+      return this.status === Status.Running ? FaultHandling.onFailure(this, entry.cause) : undefined
     }
     return this.invoke(entry, undefined, undefined, false)
   }
@@ -600,6 +418,7 @@ export class ActorCell {
       // A handler that throws instead of returning an effect fails like a defect, so supervision sees it.
       effect = Effect.die(defect)
     }
+    if (effect == null) effect = FaultHandling.notAnEffect("receive", effect)
     if (logContext === undefined) return effect
     return Effect.locally(
       effect,
@@ -608,161 +427,21 @@ export class ActorCell {
     ).pipe(Effect.locally(FiberRef.currentLogSpan, logContext.spans))
   }
 
-  // ---------------------------------------------------------------- lifecycle
+  // ---------------------------------------------------------------- stopping (faultHandling.ts)
 
-  private start(): Effect.Effect<void> {
-    return Effect.matchCauseEffect(
-      attempt(() => this.actor.preStart(this.context)),
-      {
-        onSuccess: (state) => {
-          this.state = state
-          if (this.status === Status.Starting) this.status = Status.Running
-          return Effect.void
-        },
-        onFailure: (cause) =>
-          Effect.zipRight(Effect.logError("preStart failed; the actor is stopped", cause), this.terminate(false, false))
-      }
-    )
-  }
-
-  private onFailure(cause: Cause.Cause<unknown>): Effect.Effect<void> {
-    const strategy = this.parent?.actor.supervisorStrategy ?? this.host.guardianStrategy
-    let directive = strategy.decide(cause)
-    if (directive === "restart" && !this.mayRestart(strategy)) directive = "stop"
-    const logged = Effect.logError(`actor failed; supervisor directive: ${directive}`, cause)
-    switch (directive) {
-      case "resume":
-        return logged
-      case "restart":
-        return Effect.zipRight(logged, this.restart(cause))
-      case "stop":
-        return Effect.zipRight(logged, this.stop())
-      case "escalate": {
-        const parent = this.parent
-        return Effect.zipRight(
-          logged,
-          Effect.zipRight(
-            this.stop(),
-            Effect.sync(() => parent?.offerSystem(new ChildFailed(this, cause)))
-          )
-        )
-      }
-    }
-  }
-
-  private mayRestart(strategy: SupervisorStrategy): boolean {
-    if (strategy.maxRestarts === Number.POSITIVE_INFINITY) return true
-    const now = this.host.driver.now()
-    const restarts = (this.restarts = (this.restarts ?? []).filter((t) => now - t < strategy.withinMillis))
-    if (restarts.length >= strategy.maxRestarts) return false
-    restarts.push(now)
-    return true
-  }
-
-  private restart(cause: Cause.Cause<unknown>): Effect.Effect<void> {
-    return Effect.gen(this, function* () {
-      this.status = Status.Starting
-      this.cancelTimers()
-      yield* this.stopChildren()
-      yield* guard(() => this.actor.preRestart(this.context, this.state, cause), "preRestart")
-      const started = yield* Effect.exit(attempt(() => this.actor.preStart(this.context)))
-      if (started._tag === "Failure") {
-        yield* Effect.logError("preStart failed on restart; the actor is stopped", started.cause)
-        return yield* this.terminate(false, false)
-      }
-      this.state = started.value
-      this.status = Status.Running
-      yield* guard(() => this.actor.postRestart(this.context, this.state, cause), "postRestart")
-    })
-  }
-
-  /** Stops this actor now: timers, then children, then `postStop`, then dead letters for what is left. */
-  stop(): Effect.Effect<void> {
-    return this.status >= Status.Stopping ? Effect.void : this.terminate(true, false)
-  }
-
-  /**
-   * The stop sequence. `forced` interrupts the children instead of asking them to stop after their current message;
-   * it runs when this actor's own fiber is interrupted (system shutdown), and it completes a graceful stop that the
-   * interruption cut short: `postStop` runs once either way.
-   */
-  terminate(runPostStop: boolean, forced: boolean): Effect.Effect<void> {
-    return Effect.gen(this, function* () {
-      if (this.status === Status.Terminated) return
-      if (this.status !== Status.Stopping) {
-        this.setFlag(Flag.PostStopPending, runPostStop && this.status === Status.Running)
-        this.status = Status.Stopping
-      }
-      this.cancelTimers()
-      yield* forced ? this.interruptChildren() : this.stopChildren()
-      if (this.hasFlag(Flag.PostStopPending)) {
-        this.setFlag(Flag.PostStopPending, false)
-        yield* guard(() => this.actor.postStop(this.context, this.state), "postStop")
-      }
-      this.status = Status.Terminated
-      if (this.pending !== undefined) {
-        // A tick handler left by `handleNow` whose drain never ran (a forced stop took over): counted, not lost.
-        this.pending = undefined
-        recordDropped("owner_stopped")
-      }
-      this.drainToDeadLetters()
-      this.parent?.children?.delete(this.name)
-      this.host.terminated(this)
-      if (this.done !== undefined) Deferred.unsafeDone(this.done, Effect.void)
-      this.hooks?.terminated?.(this.owner)
-    })
-  }
-
-  /** Queues a message ahead of user messages (never refused, even by a full bounded mailbox) and wakes the actor. */
-  offerSystem(message: unknown): void {
-    this.mailbox.offerSystem(message)
-    this.wake(false)
-  }
-
-  /** Asks a child (or self) to stop after its current message. */
+  /** Asks this actor to stop after its current message; the system's stop timeout bounds how long that may take. */
   requestStop(): void {
-    if (this.status < Status.Stopping) this.offerSystem(STOP)
+    if (this.status >= Status.Stopping) return
+    this.offerSystem(STOP)
+    this.host.armStopDeadline(this)
   }
 
-  private stopChildren(): Effect.Effect<void> {
-    if (this.children === undefined || this.children.size === 0) return Effect.void
-    const children = Array.from(this.children.values())
-    for (const child of children) child.requestStop()
-    return Effect.forEach(children, (child) => child.awaitDone, { discard: true })
+  /** Stops this actor now, interrupting a handler in flight (see `FaultHandling.forceStop`). */
+  forceStop(): Effect.Effect<void> {
+    return FaultHandling.forceStop(this)
   }
 
-  /** Stops the children now: a handler in flight is interrupted; each runs its own forced stop sequence. */
-  private interruptChildren(): Effect.Effect<void> {
-    if (this.children === undefined || this.children.size === 0) return Effect.void
-    return Effect.forEach(Array.from(this.children.values()), (child) => child.forceStop(), { discard: true })
-  }
-
-  private drainToDeadLetters(): void {
-    for (;;) {
-      const entry = this.mailbox.pollUser()
-      if (entry === EMPTY) break
-      if (entry instanceof MailboxTick) {
-        entry.queued--
-        if (entry.kind === "scheduler_message" && entry.accept()) {
-          this.host.deadLetter(entry.message, entry.sender, this.path, "stopped")
-        } else {
-          recordDropped("owner_stopped")
-        }
-      } else if (entry instanceof Envelope) {
-        this.undelivered(entry.message, entry.sender)
-      } else {
-        this.undelivered(entry, undefined)
-      }
-    }
-  }
-
-  private undelivered(message: unknown, sender: ActorRef<any> | undefined): void {
-    const sink = this.hooks?.undelivered
-    if (sink !== undefined) sink(this.owner, message, sender)
-    else this.host.deadLetter(message, sender, this.path, "stopped")
-  }
-
-  // ---------------------------------------------------------------- timers
+  // ---------------------------------------------------------------- timers (actorTimers.ts, receiveTimeout.ts)
 
   /** Timers of this incarnation, the receive timeout and registered timer tables included. */
   get timerCount(): number {
@@ -773,91 +452,23 @@ export class ActorCell {
 
   /** Registers a timer table of a runtime built on this actor (an entity's, a Spot's); see `TimerTable`. */
   addTimerTable(table: TimerTable): void {
-    // An array made with its one table (a set, or `[]` then a push, reserves room for more: ~150 B per entity).
+    // An array made with its one table (a set, or `[]` then a push, reserves room for more).
     if (this.timerTables === undefined) this.timerTables = [table]
     else this.timerTables.push(table)
   }
 
-  /** The children map, made on first use. */
-  childMap(): Map<string, ActorCell> {
-    return (this.children ??= new Map())
-  }
-
   /** Cancels every timer of the incarnation, including the receive timeout; their queued ticks become stale. */
   cancelTimers(): void {
-    const driver = this.host.driver
-    if (this.timers !== undefined) {
-      for (const timer of this.timers.values()) {
-        timer.active = false
-        driver.cancel(timer)
-      }
-      this.timers = undefined
-    }
-    this.clearReceiveTimeout()
+    cancelKeyedTimers(this)
+    clearReceiveTimeout(this)
     if (this.timerTables !== undefined) {
       for (const table of this.timerTables) table.stopTimers()
       this.timerTables = undefined
     }
   }
 
-  removeTimer(timer: ActorTimer): void {
-    timer.active = false
-    this.host.driver.cancel(timer)
-    if (this.timers?.get(timer.key) === timer) this.timers.delete(timer.key)
-  }
-
-  startTimer(
-    key: string,
-    message: unknown,
-    mode: Mode,
-    firstDelay: number,
-    interval: number,
-    schedule?: Schedule.Schedule<unknown>
-  ): ActorTimer | undefined {
-    if (this.status >= Status.Stopping) return undefined
-    const previous = this.timers?.get(key)
-    if (previous !== undefined) this.removeTimer(previous)
-    const timer = new ActorTimer(this, key, message, mode, interval, schedule)
-    ;(this.timers ??= new Map()).set(key, timer)
-    if (mode !== Mode.Schedule) this.host.driver.schedule(timer, this.host.driver.now() + firstDelay)
-    return timer
-  }
-
+  /** Sets the receive timeout (a grain's idle passivation uses it; actors go through `ctx.setReceiveTimeout`). */
   setReceiveTimeout(timeout: number, message: unknown): void {
-    if (this.status >= Status.Stopping) return
-    this.clearReceiveTimeout()
-    const driver = this.host.driver
-    const entry = new ReceiveTimeout(this, timeout, message)
-    this.receiveTimeout = entry
-    this.lastActivity = driver.now()
-    driver.schedule(entry, this.lastActivity + timeout)
-  }
-
-  clearReceiveTimeout(): void {
-    const entry = this.receiveTimeout
-    if (entry === undefined) return
-    entry.active = false
-    this.host.driver.cancel(entry)
-    this.receiveTimeout = undefined
+    setReceiveTimeout(this, timeout, message)
   }
 }
-
-/**
- * Calls a user handler. A handler that throws instead of returning an effect fails like a defect, so supervision
- * sees it; the common path costs a try block, no allocation.
- */
-const attempt = (handler: () => Effect.Effect<unknown, unknown, any>): Effect.Effect<unknown, unknown> => {
-  try {
-    return handler() as Effect.Effect<unknown, unknown>
-  } catch (defect) {
-    return Effect.die(defect)
-  }
-}
-
-/** Runs a lifecycle hook; its failure is logged, never propagated (interruption excepted). */
-const guard = (hook: () => Effect.Effect<void, never, any>, name: string): Effect.Effect<void> =>
-  Effect.catchAllCause(Effect.asVoid(attempt(hook)), (cause) =>
-    Cause.isInterruptedOnly(cause)
-      ? (Effect.failCause(cause) as Effect.Effect<never>)
-      : Effect.logError(`${name} failed`, cause)
-  )

@@ -28,14 +28,14 @@
  * row the next one waits for a macrotask (Effect's `Scheduler.timer(0)`); a flush run by the timer driver, which
  * itself sleeps on macrotasks, starts the count again.
  */
-import type * as Cause from "effect/Cause"
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import type * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as FiberRefs from "effect/FiberRefs"
 import * as Runtime from "effect/Runtime"
 import * as Scheduler from "effect/Scheduler"
+import { NOT_NOW, valueNow, withFiberRefs } from "./effectInternals.js"
 import { flushMetrics } from "./metrics.js"
 
 /**
@@ -43,24 +43,17 @@ import { flushMetrics } from "./metrics.js"
  * running each effect it returns and reporting the outcome to `succeeded` or `failed` (whose effect never fails).
  */
 export interface Drainable {
+  /**
+   * The drain broke outside any handler (a throw in the machinery itself, which handlers' own failures never reach):
+   * stop this drainable as best it can. The dispatcher goes on with the others.
+   */
+  abandon(cause: Cause.Cause<unknown>): Effect.Effect<void>
   enter(fiber: Fiber.RuntimeFiber<unknown, unknown>): boolean
-  /** Installs the drainable's FiberRefs on `fiber`: before the first effect of a drain that must run on the fiber. */
-  install(fiber: Fiber.RuntimeFiber<unknown, unknown>): void
+  /** The FiberRefs the drainable's effects run with: installed before the first effect of a drain run on a fiber. */
+  fiberRefsOn(fiber: Fiber.RuntimeFiber<unknown, unknown>): FiberRefs.FiberRefs
   next(): Effect.Effect<unknown, unknown> | undefined
   succeeded(value: unknown): void
   failed(cause: Cause.Cause<unknown>): Effect.Effect<void>
-}
-
-/**
- * An effect as effect 3.22 builds it: `_op` names the primitive. A succeeded `Exit` (`Effect.succeed`) has `_op:
- * "Success"`; `Effect.sync(thunk)` has `_op: "Sync"`, and all the run loop would do with it is call the thunk (a thunk
- * that throws is a defect). Both are common handler results, and the run loop a large share of a tick (1M overdue
- * ticks drained at ~2M/s through it, ~3.5M/s without), so the dispatcher completes them here. Any other shape,
- * including a future effect release that builds these differently, goes through the run loop as before.
- */
-interface Primitive {
-  readonly _op: string
-  readonly effect_instruction_i0: () => unknown
 }
 
 /** Drains run per flush before the rest is left to a scheduled flush. */
@@ -79,6 +72,12 @@ const batchRuntime = Runtime.make({
 })
 
 export class Dispatcher {
+  constructor(
+    /** Reports a fault of the dispatcher itself (not of one drainable); the effect never fails. */
+    private readonly onFault: (cause: Cause.Cause<unknown>) => Effect.Effect<void> = (cause) =>
+      Effect.logError("the dispatcher faulted; it goes on with the next drain", cause)
+  ) {}
+
   private ready: Array<Drainable> = []
   private head = 0
   /** Bumped by each batch fiber as it takes the queue; an older batch fiber stops after its current drain. */
@@ -171,10 +170,10 @@ export class Dispatcher {
           current = undefined
           continue
         }
-        const rest = completeNow(effect, current)
+        let rest = completeNow(effect, current)
         if (rest !== undefined) {
           if (installed !== current) {
-            current.install(fiber)
+            rest = withFiberRefs(fiber, current.fiberRefsOn(fiber), rest)
             installed = current
           }
           return Effect.matchCauseEffect(rest, continuation)
@@ -188,41 +187,36 @@ export class Dispatcher {
       },
       onFailure: (cause: Cause.Cause<unknown>) => Effect.zipRight(current!.failed(cause), step)
     }
-    return step
+    // A throw that escapes a drain's own machinery (never a handler's failure: that goes to `failed` above) stops that
+    // drainable, and the batch goes on with the rest; an interruption (a forced stop) ends the fiber as before.
+    const guarded: Effect.Effect<void> = Effect.catchAllCause(step, (cause) => {
+      if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+      const broken = current
+      current = undefined
+      return Effect.zipRight(broken === undefined ? this.onFault(cause) : broken.abandon(cause), guarded)
+    })
+    return guarded
   }
 }
 
 /**
- * Completes `effect` for `drainable` right here when it is a value or a plain `Effect.sync` (see `Primitive`),
- * reporting the value to `succeeded`; undefined then. Otherwise returns what must still run on a fiber: the effect
- * itself, or the defect of a thunk that threw.
+ * Completes `effect` for `drainable` right here when it is a value or a plain `Effect.sync` (`valueNow`, behind the
+ * seam of effect's internals), reporting the value to `succeeded`; undefined then. Otherwise returns what must still
+ * run on a fiber: the effect itself, or the defect of a thunk that threw. Handlers mostly return one of these two, and
+ * the run loop is a large share of a tick, so this is the dispatcher's fast path (docs/performance.md).
  */
 export const completeNow = (
   effect: Effect.Effect<unknown, unknown>,
   drainable: Drainable
 ): Effect.Effect<unknown, unknown> | undefined => {
-  const op = (effect as unknown as Primitive)._op
-  if (op === "Success") {
-    // Already a value (`Effect.succeed(state)`, `Effect.void`): no need to go through the run loop.
-    drainable.succeeded((effect as unknown as Exit.Success<unknown, unknown>).value)
-    return undefined
-  }
-  if (op !== "Sync") return effect
-  // `Effect.sync(thunk)`: call the thunk as the run loop would; a thunk that throws is a defect.
   let value: unknown
   try {
-    value = (effect as unknown as Primitive).effect_instruction_i0()
+    value = valueNow(effect)
   } catch (defect) {
+    // `Effect.sync(thunk)` whose thunk threw: a defect, as the run loop would make it
     return Effect.die(defect)
   }
+  if (value === NOT_NOW) return effect
   drainable.succeeded(value)
   return undefined
-}
-
-/**
- * Installs `refs` on the running fiber, wholesale (FiberRuntime's own `setFiberRefs`, which must be called by the
- * fiber itself). `Effect.setFiberRefs` would set each ref one by one, several times slower.
- */
-export const installFiberRefs = (fiber: Fiber.RuntimeFiber<unknown, unknown>, refs: FiberRefs.FiberRefs): void => {
-  ;(fiber as unknown as { setFiberRefs(refs: FiberRefs.FiberRefs): void }).setFiberRefs(refs)
 }

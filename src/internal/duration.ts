@@ -43,7 +43,13 @@ export const delayMillis = (input: Duration.DurationInput): Either.Either<number
     ? Either.right(input)
     : Either.mapLeft(decodeMillis(input), ([delayMillis, reason]) => new InvalidTimerDelay({ delayMillis, reason }))
 
-/** An interval: finite and > 0. */
+/**
+ * The engine's resolution: no timer fires more than once per millisecond. A fixed interval below it is a typed error
+ * (`intervalMillis`); the delays a `Schedule` computes are raised to it (`scheduleDue`).
+ */
+export const MIN_INTERVAL_MILLIS = 1
+
+/** An interval: finite and at least `MIN_INTERVAL_MILLIS`. */
 export const intervalMillis = (input: Duration.DurationInput): Either.Either<number, InvalidTimerInterval> =>
   Either.flatMap(
     Either.mapLeft(
@@ -51,10 +57,22 @@ export const intervalMillis = (input: Duration.DurationInput): Either.Either<num
       ([intervalMillis, reason]) => new InvalidTimerInterval({ intervalMillis, reason })
     ),
     (millis) =>
-      millis > 0
+      millis >= MIN_INTERVAL_MILLIS
         ? Either.right(millis)
-        : Either.left(new InvalidTimerInterval({ intervalMillis: millis, reason: "must be strictly positive" }))
+        : Either.left(
+            new InvalidTimerInterval({
+              intervalMillis: millis,
+              reason:
+                millis === 0
+                  ? "must be strictly positive"
+                  : `must be at least ${MIN_INTERVAL_MILLIS} ms, the timer engine's resolution`
+            })
+          )
   )
+
+/** The next due time of a `Schedule`-driven timer that fired at `previous`: never sooner than the engine's resolution. */
+export const scheduleDue = (computed: number, previous: number): number =>
+  Math.max(computed, previous + MIN_INTERVAL_MILLIS)
 
 /**
  * A Schema for an option that must be a positive, finite duration (`"5 seconds"`, or millis); its message names the

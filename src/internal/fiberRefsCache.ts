@@ -2,15 +2,15 @@
  * The FiberRefs of the actors that drained last, direct-mapped by the actor's serial number.
  *
  * An actor's handlers run with FiberRefs of its own (its spawner's services and its `actor` log annotation). Held by
- * every actor, they cost each idle actor ~0.5 KB; made for a drain that runs an effect, ~0.3-0.45 µs (a copy of a map
- * of a few entries, the annotation's hash map and value stack, and collecting them), a fifth of a one-message drain of
- * an `Effect.gen` handler. This cache keeps them for the actors that drained last, for a bounded memory: at most
+ * every actor, they would be a large share of an idle actor; made for every drain that runs an effect, a noticeable
+ * share of a short drain (docs/performance.md). This cache keeps them for the actors that drained last, for a bounded
+ * memory: at most
  * `SLOTS` FiberRefs, whatever the number of actors. A slot holds a serial number, not the actor, so a stopped actor is
  * not kept alive by it; its FiberRefs go when the slot is taken.
  */
 import type * as FiberRefs from "effect/FiberRefs"
 
-/** A power of two: at ~0.5 KB each, the cache holds at most ~0.5 MB. */
+/** A power of two, so a slot is a mask away; it bounds the cache's memory whatever the number of actors. */
 const SLOTS = 1024
 
 export class FiberRefsCache {

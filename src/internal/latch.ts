@@ -1,7 +1,7 @@
 /**
- * A latch released once, that costs one field until somebody waits for it. A `Deferred` is ~0.4 KB in V8 (an object
- * literal of its own shape, a `commit` closure, a ref and a list), which every grain activation and entity paid for a
- * latch that is rarely awaited.
+ * A latch released once, that costs one field until somebody waits for it. A `Deferred` is several objects in V8 (an
+ * object literal of its own shape, a `commit` closure, a ref and a list), which every grain activation and entity paid
+ * for a latch that is rarely awaited.
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"

@@ -19,7 +19,7 @@ const INITIAL_SLOTS = 4
 /**
  * The most user entries any mailbox holds, an unbounded one included (a larger capacity means this): 2^27 - 1. A fast
  * array cannot hold more anyway (V8 stops with a fatal "invalid size" error growing one past ~2^27 elements). It keeps
- * the limit a small integer (`Infinity` is a double, which V8 boxes in an object of its own per mailbox, 16 B), and a
+ * the limit a small integer (`Infinity` is a double, which V8 boxes in an object of its own per mailbox), and a
  * tick's count of copies waiting in its mailbox (`MailboxTick.queued`) never exceeds it, so the count fits in the bits
  * it is packed in.
  */
@@ -28,7 +28,7 @@ export const MAX_ENTRIES = 2 ** 27 - 1
 export class Mailbox {
   /**
    * Made by the first offer to an empty mailbox and dropped when the mailbox empties: an idle actor holds no buffer
-   * (~80 B for 4 slots, most of an idle mailbox), and one that drained a backlog gives the memory back. An actor told
+   * (most of an idle mailbox), and one that drained a backlog gives the memory back. An actor told
    * one message at a time makes a small array per message, as a linked mailbox makes a node per message.
    */
   private buffer: Array<unknown> | undefined = undefined

@@ -13,7 +13,7 @@
 import * as Metric from "effect/Metric"
 import type * as MetricHook from "effect/MetricHook"
 import type * as MetricLabel from "effect/MetricLabel"
-import { type DropReason, type TimerKind, ticksDelivered, ticksDropped } from "../Metrics.js"
+import { type DropReason, ticksDelivered, ticksDropped } from "../Metrics.js"
 import { latenessKey } from "./metricKeys.js"
 
 /** One shared empty tag array: Effect caches a metric's hook per tag-array identity. */
@@ -22,12 +22,12 @@ const NO_TAGS: ReadonlyArray<MetricLabel.MetricLabel> = []
 const LATENESS_BUFFER = 4_096
 
 /** Deliveries since the last flush, by the kinds that had any. */
-const delivered: Partial<Record<TimerKind, number>> = {}
+const delivered: Record<string, number> = {}
 let deliveredPending = false
 const lateness = new Float64Array(LATENESS_BUFFER)
 let latenessCount = 0
 
-export const recordDelivered = (kind: TimerKind): void => {
+export const recordDelivered = (kind: string): void => {
   delivered[kind] = (delivered[kind] ?? 0) + 1
   deliveredPending = true
 }
@@ -58,10 +58,10 @@ export const flushMetrics = (): void => {
   if (!deliveredPending) return
   deliveredPending = false
   for (const kind in delivered) {
-    const count = delivered[kind as TimerKind]!
+    const count = delivered[kind]!
     if (count > 0) {
-      delivered[kind as TimerKind] = 0
-      ticksDelivered(kind as TimerKind).unsafeUpdate(count, NO_TAGS)
+      delivered[kind] = 0
+      ticksDelivered(kind).unsafeUpdate(count, NO_TAGS)
     }
   }
 }

@@ -7,9 +7,9 @@ import type * as Fiber from "effect/Fiber"
 import type { ActorRef } from "../ActorRef.js"
 import type { Cancellable } from "../Scheduler.js"
 import { CellRef } from "./actorCell.js"
-import { flushMetrics, recordDelivered, recordLateness } from "./metrics.js"
+import { flushMetrics, recordDelivered, recordDropped, recordLateness } from "./metrics.js"
 import { MailboxTick } from "./tick.js"
-import { type TimerDriver, TimerEntry } from "./timerDriver.js"
+import { type TimerDriver, TimerEntry, type TimerLabel } from "./timerDriver.js"
 
 enum State {
   Pending = 0,
@@ -114,16 +114,21 @@ export class ScheduledMessage extends MailboxTick implements Cancellable, Settli
     return this.extra?.replyTo
   }
 
+  override label(): TimerLabel {
+    return { kind: this.kind, key: this.reference, owner: this.target.path }
+  }
+
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
     const due = this.due
     const next = this.extra?.next?.(due, now)
     if (next !== undefined) driver.schedule(this, next)
     else this.finished = true
     if (this.target instanceof CellRef) return this.target.cell.offerTick(this, due, now)
-    // A ref without a mailbox (a probe, an ask slot) takes the message directly.
+    // A ref without a mailbox (a probe, an ask slot, a custom ref) takes the message directly; a throw here is this
+    // schedule's fault (the driver reports it), and the delivery is not counted.
     recordLateness(now - due)
-    recordDelivered(this.kind)
     this.target.unsafeTell(this.message, this.sender)
+    recordDelivered(this.kind)
     this.settle()
     return undefined
   }
@@ -136,6 +141,12 @@ export class ScheduledMessage extends MailboxTick implements Cancellable, Settli
 
   undeliverable(): void {
     this.settle()
+  }
+
+  /** A scheduled message that cannot reach its stopped target is a dead letter, unless it was cancelled. */
+  override lost(deadLetter: (message: unknown, sender: ActorRef<any> | undefined) => void): void {
+    if (this.accept()) deadLetter(this.message, this.sender)
+    else recordDropped("owner_stopped")
   }
 
   /** A one-shot is done once its message was handled or could not be delivered. */
@@ -169,6 +180,14 @@ export class ScheduledFunction extends TimerEntry implements Cancellable, Settli
 
   unsafeCancel(): boolean {
     return cancelNow(this)
+  }
+
+  override label(): TimerLabel {
+    return { kind: "scheduler_function", key: undefined, owner: undefined }
+  }
+
+  override abandon(): void {
+    settleDone(this)
   }
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {

@@ -6,8 +6,8 @@
  */
 import type * as Effect from "effect/Effect"
 import type { ActorRef } from "../ActorRef.js"
-import type { TimerKind } from "../Metrics.js"
-import { TimerEntry } from "./timerDriver.js"
+import { recordDropped } from "./metrics.js"
+import { TimerEntry, type TimerLabel } from "./timerDriver.js"
 
 const FINISHED = 1
 const ACTIVE = 2
@@ -69,8 +69,11 @@ export abstract class MailboxTick extends TimerEntry {
     this.setFlag(ACTIVE, value)
   }
   abstract readonly message: unknown
-  /** The metric tag; subclasses implement it as a getter, so it costs no slot in every timer record. */
-  abstract readonly kind: TimerKind
+  /**
+   * The kind's name, a metric tag (`Metrics.TimerKind` lists tickwork's own); subclasses implement it as a getter, so it
+   * costs no slot in every timer record.
+   */
+  abstract readonly kind: string
   get sender(): ActorRef<any> | undefined {
     return undefined
   }
@@ -82,8 +85,23 @@ export abstract class MailboxTick extends TimerEntry {
   handler(): Effect.Effect<unknown, unknown> | undefined {
     return undefined
   }
+  override label(): TimerLabel {
+    return { kind: this.kind, key: undefined, owner: undefined }
+  }
+  /** Firing faulted before a re-arm: no further firing is planned, and with nothing queued the tick is done. */
+  override abandon(): void {
+    this.finished = true
+    if (this.queued === 0) this.undeliverable()
+  }
   /** Called when a copy is taken from the mailbox; false drops it as stale. */
   abstract accept(): boolean
   /** Called when a copy could not be queued (full mailbox, stopped owner). */
   abstract undeliverable(): void
+  /**
+   * A tick whose owner has stopped will never be handled: a timer's tick is counted as dropped; a kind whose tick is a
+   * message someone sent (a scheduled message) makes it a dead letter instead.
+   */
+  lost(_deadLetter: (message: unknown, sender: ActorRef<any> | undefined) => void): void {
+    recordDropped("owner_stopped")
+  }
 }

@@ -1,7 +1,7 @@
 /**
  * The timers an owner (a grain activation, an entity incarnation) holds, by key, in the order they were added.
  *
- * Most owners hold one timer, and a `Map` of one costs ~180 B (its object and its hash table): a book keeps its first
+ * Most owners hold one timer, and a `Map` of one is two objects (its own and its hash table): a book keeps its first
  * timer in fields and makes the map for a second. A base class rather than a field of its own, which would cost another
  * object per owner. The first timer is kept in the fields only while it is the oldest: it goes there when the book is
  * empty, and every later timer goes to the map, so the fields then the map list the timers in the order they came.

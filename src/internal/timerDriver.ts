@@ -15,6 +15,7 @@
  * `SLICE_MILLIS`; when it is still behind after that, or after a large batch, the driver yields to the event loop
  * (`Clock.sleep(0)`, a macrotask on the live clock) so Node's own timers and I/O keep running.
  */
+import * as Cause from "effect/Cause"
 import type * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -22,14 +23,42 @@ import type * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
 import { QueueEntry, TimerQueue } from "./timerQueue.js"
 
+/** What a fault report says of the timer that caused it. */
+export interface TimerLabel {
+  /** The timer kind (a metric tag: `actor_timer`, `scheduler_message`, ...). */
+  readonly kind: string
+  /** The timer's key, reference or name, where it has one. */
+  readonly key: string | undefined
+  /** The path of the actor that owns it or that it targets, where there is one. */
+  readonly owner: string | undefined
+}
+
 /** A timer kind: what happens when its deadline passes. */
 export abstract class TimerEntry extends QueueEntry {
   /**
    * Called by the driver with the driver's `now` (>= `due`). It may re-arm itself through `driver.schedule`. It returns
-   * an effect only when firing needs one (a `Schedule` step, a log line); the common path allocates nothing.
+   * an effect only when firing needs one (a `Schedule` step, a log line); the common path allocates nothing. A throw
+   * (or a failure of the returned effect) is this entry's fault alone: the driver reports it and goes on.
    */
   abstract fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined
+
+  /** Names the timer in a fault report. */
+  label(): TimerLabel {
+    return { kind: "timer", key: undefined, owner: undefined }
+  }
+
+  /**
+   * Firing faulted before the entry was re-armed, so it will not fire again: settle its owner's books (a one-shot is
+   * done, a timer whose next due time could not be computed ends).
+   */
+  abandon(): void {}
 }
+
+/** Reports a fault of one entry (it is logged, counted and published by the system); the effect never fails. */
+export type FaultReporter = (entry: TimerEntry, cause: Cause.Cause<unknown>) => Effect.Effect<void>
+
+const logFault: FaultReporter = (entry, cause) =>
+  Effect.logError(`timer ${entry.label().kind} faulted while firing; the other timers go on`, cause)
 
 /** Counters kept by the driver; plain numbers so the hot path pays no effect per tick. */
 export interface DriverStats {
@@ -43,37 +72,33 @@ const MAX_SLEEP_MILLIS = 2 ** 31 - 1
 const BATCH = 50_000
 
 /**
- * How long before a window of far timers starts the driver begins to open it. Opening is ~100 ns per timer; begun one
- * second ahead, the opening of the next window ran into the burst of the window before it (1M timers due within one
- * second, straddling two windows: ~250 ms of it late by 5-20 ms); three seconds ahead, it is done before.
+ * How long before a window of far timers starts the driver begins to open it: early enough that opening a window of a
+ * million timers is done before the burst of the window before it (docs/performance.md, "Figures behind the engine's
+ * constants").
  */
 export const OPEN_AHEAD_MILLIS = 3_000
 
 /**
  * How far ahead a window with no far timer in or before it is opened as a timer is inserted into it (`TimerQueue`'s
- * horizon): its timers then go straight to their milliseconds and are never moved. Nearer windows cost one bucket
- * per millisecond instead of one per window, ~10k buckets at most; 1M timers due together cost a move each when they
- * pass through the far level, ~40 ms, and when their window is opened only after a stall, the drain that follows
- * runs ~25% slower.
+ * horizon): its timers then go straight to their milliseconds and are never moved, for the price of one bucket per
+ * millisecond instead of one per window within the horizon.
  */
 export const NEAR_HORIZON_MILLIS = 10_000
 
-/** Timers moved per step of opening a window ahead of time (~1 ms of work), between yields to the event loop. */
+/** Timers moved per step of opening a window ahead of time, between yields to the event loop: a step stays short. */
 const OPEN_STEP = 8_192
 
 /**
  * How long a turn goes on firing what comes due while it runs, before it ends and the driver yields to the event loop
  * (checked between passes over what is due, so a pass that started in time may run past it, up to `BATCH` entries).
- * Yielding costs a millisecond or more (a zero sleep is a `setTimeout(0)` on the live clock), so a driver that yields
- * whenever it falls behind starts each tick of a busy second late by that much: 1M timers due within one second were
- * handled ~3 ms late at the median, ~3 ms later than Node's own timers.
+ * Yielding costs a millisecond or more (a zero sleep is a `setTimeout(0)` on the live clock), so a driver that yielded
+ * whenever it fell behind would start each tick of a busy second late by that much.
  */
 const SLICE_MILLIS = 5
 
 /**
- * Entries fired before the drains they made ready are run (`afterFire`), within a turn. Handling a tick soon after it
- * fired finds the timer's record still in the CPU cache: 1M overdue ticks drained ~1.35x faster than with one run of
- * drains per 50,000-entry batch.
+ * Entries fired before the drains they made ready are run (`afterFire`), within a turn: handling a tick soon after it
+ * fired finds the timer's record still in the CPU cache.
  */
 const FIRE_CHUNK = 1_024
 
@@ -101,7 +126,9 @@ export class TimerDriver {
     /** Called after each turn with the number of armed timers (feeds the active-timers gauge). */
     private readonly onTurn: (size: number) => void = () => {},
     /** Called after each batch of fired entries, still inside the turn: runs the drains the ticks made ready. */
-    private readonly afterFire: () => void = () => {}
+    private readonly afterFire: () => void = () => {},
+    /** Reports an entry whose firing threw or failed. */
+    private readonly onFault: FaultReporter = logFault
   ) {}
 
   /** The clock's time in epoch millis. */
@@ -173,19 +200,26 @@ export class TimerDriver {
     let entry: TimerEntry | undefined
     this.firing = true
     for (;;) {
-      while (budget > 0 && (entry = this.queue.popDue(now)) !== undefined) {
-        budget--
-        if (++this.stats.fired % FIRE_CHUNK === 0) {
-          this.endFiring()
-          this.firing = true
+      let more: Effect.Effect<void> | undefined
+      try {
+        while (budget > 0 && (entry = this.queue.popDue(now)) !== undefined) {
+          budget--
+          if (++this.stats.fired % FIRE_CHUNK === 0) {
+            this.endFiring()
+            this.firing = true
+          }
+          more = entry.fire(now, this)
+          if (more !== undefined) break
         }
-        const more = entry.fire(now, this)
-        if (more !== undefined) {
-          // Rare path: finish this entry's effect, then continue with the rest of the due entries.
-          this.endFiring()
-          const rest = budget
-          return Effect.flatMap(more, () => this.fireDue(now, rest, sliceEnd) ?? Effect.void)
-        }
+      } catch (defect) {
+        // One entry's throw (a custom ActorRef's `unsafeTell`, a cron that threw) is that entry's fault alone.
+        more = Effect.failCause(Cause.die(defect))
+      }
+      if (more !== undefined) {
+        // Rare path: finish this entry's effect, then continue with the rest of the due entries.
+        this.endFiring()
+        const rest = budget
+        return Effect.flatMap(this.guard(entry!, more), () => this.fireDue(now, rest, sliceEnd) ?? Effect.void)
       }
       // What came due while this turn ran is fired in it too, within the slice: a yield costs a millisecond or more.
       const fresh = budget > 0 ? this.now() : now
@@ -201,12 +235,30 @@ export class TimerDriver {
     this.afterFire()
   }
 
+  /**
+   * Runs what firing `entry` left to do; a failure (not an interruption: that is the driver's own) is reported, and an
+   * entry that was not re-armed before it failed is abandoned.
+   */
+  private guard(entry: TimerEntry, more: Effect.Effect<void>): Effect.Effect<void> {
+    return Effect.catchAllCause(more, (cause) => {
+      if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+      if (!entry.isPending) {
+        try {
+          entry.abandon()
+        } catch (defect) {
+          cause = Cause.sequential(cause, Cause.die(defect))
+        }
+      }
+      return this.onFault(entry, cause)
+    })
+  }
+
   /** Sleeps `delay` ms through the clock; 0 still yields to the event loop on the live clock. */
   private sleepFor(delay: number): Effect.Effect<void> {
     return this.clock.sleep(Duration.millis(Math.min(Math.max(delay, 0), MAX_SLEEP_MILLIS)))
   }
 
-  /** The primary loop; fork it once per system. */
+  /** The primary loop; fork it once per system (and again if that fiber ever dies: it starts from the queue as is). */
   readonly run: Effect.Effect<never> = Effect.suspend(() => {
     const turn: Effect.Effect<void> = Effect.suspend(() => {
       this.plannedWake = Number.NEGATIVE_INFINITY
@@ -220,7 +272,12 @@ export class TimerDriver {
           )
     })
     return Effect.flatMap(Effect.runtime<never>(), (runtime) => {
+      // A fresh start (or a restart after the fiber died: the queue, and every pending timer in it, is kept).
       this.runtime = runtime
+      this.plannedWake = Number.NEGATIVE_INFINITY
+      this.parked = undefined
+      this.wakeRequested = false
+      this.firing = false
       return Effect.forever(turn)
     })
   })

@@ -15,9 +15,9 @@
  *
  * Scheduling is a map lookup and a push, cancelling a map lookup and a hole (compacted once holes outnumber the
  * timers), firing walks an array; only the first timer of a millisecond or window pays a heap insert, O(log b) in the
- * number of buckets. Against a binary heap of timers (one heap entry per timer), draining 1M timers spread over one
- * second went from ~1.2M to ~6M pops per second, and far-off timers cost no bucket each (1M timers spread over ten
- * minutes share ~600 windows). Arrays rather than linked lists let `popDue` read timers ahead (see `prefetch`).
+ * number of buckets, where a binary heap of timers pays it per timer; far-off timers cost no bucket each (timers spread
+ * over ten minutes share a window per second or so). Arrays rather than linked lists let `popDue` read timers ahead
+ * (see `prefetch`). docs/performance.md has the figures.
  */
 import { HeapEntry, TimerHeap } from "./timerHeap.js"
 
@@ -44,9 +44,9 @@ export const fromEpochOffset = (offset: number): number => offset + (dueEpoch ??
 /** A timer as the queue sees it. Concrete timer kinds extend this class, so a timer is one allocation. */
 export abstract class QueueEntry {
   /**
-   * `due` less `dueEpoch`. An epoch-millis field holds a boxed double, an object of its own per timer (16 B, and one
-   * more object for every collection to move: 115 → 99 B per pending timer, schedule + cancel at 1M ~25% faster); an
-   * offset within ~24 days of the epoch is a small integer, kept in the field itself. Exact either way: the epoch is a
+   * `due` less `dueEpoch`. An epoch-millis field holds a boxed double, an object of its own per timer (and one more
+   * object for every collection to move); an offset within ~24 days of the epoch is a small integer, kept in the field
+   * itself. Exact either way: the epoch is a
    * whole number, so the offset of a due is representable and adds back to it. An offset beyond int32 (a due weeks
    * away, or another clock in the same process) is stored as a double, which V8 then boxes for every entry: slower,
    * never wrong. Read before the entry is first scheduled, `due` is the epoch, not 0.
@@ -249,9 +249,8 @@ export class TimerQueue<E extends QueueEntry> {
   /**
    * Reads the records of the `PREFETCH` entries from `from` on. A bucket's timers lie scattered in memory (they were
    * made in scheduling order, not in due order), so the first touch of each is a cache miss; these reads do not depend
-   * on each other, so the CPU waits for them together instead of once per timer. Popping 100k timers due at random
-   * within 50 ms cost ~300 ns per pop from linked lists (each read waiting for the one before), ~100-120 ns from arrays
-   * read 8 ahead (on the 2-core EPYC VM of docs/performance.md, where a cache miss costs ~250 ns).
+   * on each other, so the CPU waits for them together instead of once per timer (a linked list would make each read
+   * wait for the one before).
    */
   private prefetch(items: ReadonlyArray<QueueEntry | undefined>, from: number): void {
     let sum = 0
@@ -288,7 +287,7 @@ export class TimerQueue<E extends QueueEntry> {
   /**
    * Moves up to `budget` timers of the far window `bucket` to their milliseconds, oldest first; true when the window
    * is then fully open. The near bucket of each millisecond is remembered per window (`slots`), so a move costs no map
-   * lookup: opening 1M timers went from ~210 to ~100 ms.
+   * lookup.
    */
   private open(bucket: Bucket, budget: number): boolean {
     const window = bucket.due
@@ -321,8 +320,8 @@ export class TimerQueue<E extends QueueEntry> {
   /**
    * True when `window` and every window before it that is not open yet hold no far timer, and it starts within the
    * horizon: it can be marked open without moving anything. Timers scheduled a few seconds ahead then never pass
-   * through the far level, so the window need not be opened later: 1M timers due in the same window cost ~40 ms to
-   * move, spent after a stall (the overdue drain) or ahead of a burst.
+   * through the far level, so the window need not be opened later (a move that would be spent after a stall, in the
+   * overdue drain, or ahead of a burst).
    */
   private opensEmpty(window: number): boolean {
     const far = this.far.heap.peek()

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Either, FastCheck } from "effect"
-import { delayMillis, intervalMillis } from "../../src/internal/duration.js"
+import { delayMillis, intervalMillis, scheduleDue } from "../../src/internal/duration.js"
 import { InvalidTimerDelay, InvalidTimerInterval } from "../../src/TimerError.js"
 
 /** Input that does not type-check as a `DurationInput`, as it could arrive from JavaScript or config. */
@@ -214,21 +214,54 @@ describe("delayMillis", () => {
 })
 
 describe("intervalMillis", () => {
-  describe("accepts strictly positive durations", () => {
-    for (const [label, input, millis] of validDelays.filter(([, , m]) => m > 0)) {
+  describe("accepts durations of at least the engine's 1 ms resolution", () => {
+    for (const [label, input, millis] of validDelays.filter(([, , m]) => m >= 1)) {
       it(label, () => {
         assert.strictEqual(rightOf(intervalMillis(input), label), millis)
       })
     }
 
-    it("any positive whole or quarter number of millis decodes to itself", () => {
+    it("any whole or quarter number of millis from 1 decodes to itself", () => {
       FastCheck.assert(
-        FastCheck.property(FastCheck.integer({ min: 1, max: 4e9 }), (quarters) => {
+        FastCheck.property(FastCheck.integer({ min: 4, max: 4e9 }), (quarters) => {
           const n = quarters / 4
           return rightOf(intervalMillis(n), String(n)) === n
         }),
         { numRuns: 500 }
       )
+    })
+  })
+
+  describe("rejects intervals below 1 ms, the engine's resolution", () => {
+    for (const [label, input, millis] of [
+      ["0.001", 0.001, 0.001],
+      ["0.999", 0.999, 0.999],
+      ['"500 micros"', "500 micros", 0.5],
+      ['"1 nano"', "1 nano", 1e-6],
+      ["1n (a nanosecond)", 1n, 1e-6]
+    ] as ReadonlyArray<readonly [string, Duration.DurationInput, number]>) {
+      it(label, () => {
+        const error = intervalError(input, label)
+        assert.closeTo(error.intervalMillis, millis, 1e-9)
+        assert.include(error.reason, "at least 1 ms")
+      })
+    }
+
+    it("any positive number of millis below 1 is rejected", () => {
+      FastCheck.assert(
+        FastCheck.property(FastCheck.double({ min: Number.MIN_VALUE, max: 0.9999999, noNaN: true }), (n) =>
+          Either.isLeft(intervalMillis(n))
+        ),
+        { numRuns: 500 }
+      )
+    })
+  })
+
+  describe("scheduleDue", () => {
+    it("keeps a due time at least 1 ms after the previous firing", () => {
+      assert.strictEqual(scheduleDue(1000, 1000), 1001)
+      assert.strictEqual(scheduleDue(999, 1000), 1001)
+      assert.strictEqual(scheduleDue(1005, 1000), 1005)
     })
   })
 

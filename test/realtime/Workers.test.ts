@@ -55,6 +55,8 @@ describe("Workers in real time", () => {
         },
         "beat"
       )
+      // the pool provided around the system is the one it uses (a system once shadowed it with a pool of its own)
+      assert.strictEqual((yield* Workers.Workers).options.maxThreads, 1)
       yield* realSleep(100)
       delays.length = 0
       const workerMillis = yield* timed(spot.run(() => Workers.cpu(busyFor, 1000).pipe(Spot.Yield)))
