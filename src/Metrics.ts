@@ -93,6 +93,27 @@ export const engineRestarts = (system: string): Metric.Metric.Counter<number> =>
   counter("tickwork_engine_restarts_total", "timer engine restarts after its driver fiber died", "system", system)
 
 /**
+ * What happened to named schedules (`Schedules`), by `event`: `paused`, `resumed`, `triggered`, `missed` (instants
+ * a misfire did not run), `overlap` (a task instant that came while a run was going), `retry` (a failed run tried
+ * again), `paused_on_failure`.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Metrics } from "tickwork"
+ *
+ * const pauses = Metric.value(Metrics.scheduleEvents("paused")).pipe(Effect.map((state) => state.count))
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const scheduleEvents = (
+  event: "paused" | "resumed" | "triggered" | "missed" | "overlap" | "retry" | "paused_on_failure"
+): Metric.Metric.Counter<number> =>
+  counter("tickwork_schedule_events_total", "what happened to named schedules", "event", event)
+
+/**
  * Ticks handed to their handler, by timer kind.
  *
  * @example

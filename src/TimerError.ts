@@ -171,6 +171,30 @@ export class InvalidTimerReference extends Data.TaggedError("InvalidTimerReferen
 }
 
 /**
+ * A schedule policy that cannot work (`Schedules.Policies`): a `grace` that is not a duration, a `runAll` max below 1,
+ * an unknown overlap, a `retry` that is not a `Schedule`, a `pauseAfterFailures` or `history` that is not a whole
+ * number >= 1.
+ *
+ * @example
+ * ```ts
+ * import { TimerError } from "tickwork"
+ *
+ * console.log(new TimerError.InvalidSchedulePolicy({ policy: "overlap", reason: "must be skip, ..." }).message)
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidSchedulePolicy extends Data.TaggedError("InvalidSchedulePolicy")<{
+  readonly policy: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `invalid schedule policy ${this.policy}: ${this.reason}`
+  }
+}
+
+/**
  * Any error a timer operation can fail with.
  *
  * @since 0.1.0
@@ -184,3 +208,4 @@ export type TimerError =
   | ScheduledReferenceNotFound
   | InvalidTimerTarget
   | InvalidTimerReference
+  | InvalidSchedulePolicy

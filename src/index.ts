@@ -39,6 +39,8 @@ export * as QuartzCron from "./QuartzCron.js"
 /** @since 0.1.0 */
 export * as Scheduler from "./Scheduler.js"
 /** @since 0.1.0 */
+export * as Schedules from "./Schedules.js"
+/** @since 0.1.0 */
 export * as Spot from "./Spot.js"
 /** @since 0.1.0 */
 export * as SpotTimers from "./SpotTimers.js"

@@ -4,7 +4,7 @@
  */
 import * as Cause from "effect/Cause"
 import type * as Clock from "effect/Clock"
-import type * as Context from "effect/Context"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -42,8 +42,7 @@ import {
   type InvalidTimerDelay,
   type InvalidTimerInterval,
   type InvalidTimerReference,
-  type InvalidTimerTarget,
-  ScheduledReferenceNotFound
+  type InvalidTimerTarget
 } from "../TimerError.js"
 import { ActorCell, type CellHost } from "./actorCell.js"
 import { DeadLetterLog } from "./deadLetterLog.js"
@@ -54,6 +53,7 @@ import { FiberRefsCache } from "./fiberRefsCache.js"
 import { isolated, withoutParentSpan } from "./logContext.js"
 import { type Delivery, FunctionRef } from "./refs.js"
 import { alreadyCancelled, cancelNow, ScheduledFunction, ScheduledMessage, type SchedulerHost } from "./scheduler.js"
+import { LocalSchedules, type ScheduleHost } from "./schedules.js"
 import { TimerDriver, TimerEntry, type TimerLabel } from "./timerDriver.js"
 import { actorProblem, checkRef, checkReference, checkTask, describeValue, firstInstant } from "./validate.js"
 
@@ -118,7 +118,7 @@ class StopDeadline extends TimerEntry {
   }
 }
 
-export class SystemImpl implements CellHost, SchedulerHost {
+export class SystemImpl implements CellHost, SchedulerHost, ScheduleHost {
   readonly driver: TimerDriver
   readonly dispatcher = new Dispatcher()
   readonly fiberRefsCache = new FiberRefsCache()
@@ -142,7 +142,8 @@ export class SystemImpl implements CellHost, SchedulerHost {
   private readonly topLevel = new Map<string, ActorCell>()
   /** Schedules armed and not yet done or cancelled (the entries themselves live in the engine and in mailboxes). */
   private pendingSchedules = 0
-  private readonly byReference = new Map<string, ScheduledMessage>()
+  /** The named schedules (`Schedules`, and the scheduler's crons made with a reference). */
+  readonly schedules: LocalSchedules = new LocalSchedules(this)
   private readonly fibers = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
   private readonly shutdownDone = Deferred.unsafeMake<void>(FiberId.none)
   /** The timer driver's fiber while it runs. */
@@ -491,20 +492,19 @@ export class SystemImpl implements CellHost, SchedulerHost {
           const first = firstInstant(parsed.right, expression, this.driver.now())
           if (Either.isLeft(first)) return Either.left(first.left)
           if (this.terminating) return Either.right(alreadyCancelled)
-          const reference = options.reference
-          if (reference !== undefined) {
-            const previous = this.byReference.get(reference)
-            if (previous !== undefined) cancelNow(previous)
+          if (options.reference !== undefined) {
+            // a named cron is a schedule an operator can steer (`Schedules`); the same reference updates it in place
+            return this.schedules.upsert(
+              options.reference,
+              { _tag: "Cron", expression, timeZone: options.timeZone },
+              { _tag: "Send", target, message: msg, sender: options.sender },
+              undefined,
+              Context.empty()
+            ) as Either.Either<Cancellable, InvalidCronExpression | InvalidTimerTarget | InvalidTimerReference>
           }
-          const entry = new ScheduledMessage(
-            this,
-            target,
-            msg,
-            options.sender,
-            (due, now) => Option.getOrUndefined(QuartzCron.next(parsed.right, Math.max(due, now))),
-            reference
+          const entry = new ScheduledMessage(this, target, msg, options.sender, (due, now) =>
+            Option.getOrUndefined(QuartzCron.next(parsed.right, Math.max(due, now)))
           )
-          if (reference !== undefined) this.byReference.set(reference, entry)
           this.pendingSchedules++
           this.driver.schedule(entry, first.right)
           return Either.right(entry)
@@ -512,12 +512,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
       )
     return {
       scheduleWithCron: cron,
-      cancelSchedule: (reference) =>
-        Effect.suspend(() => {
-          const entry = this.byReference.get(reference)
-          if (entry === undefined) return Effect.fail(new ScheduledReferenceNotFound({ reference }))
-          return Effect.asVoid(entry.cancel)
-        }),
+      cancelSchedule: (reference) => this.schedules.service.remove(reference),
       scheduleOnce: (delay, target, msg, sender) => message(delay, 0, target, msg, sender),
       unsafeScheduleOnce: (delay, target, msg, sender) => {
         const millis = checkMessage(delay, target, sender)
@@ -545,28 +540,31 @@ export class SystemImpl implements CellHost, SchedulerHost {
     return entry
   }
 
-  release(entry: ScheduledMessage | ScheduledFunction): void {
+  release(): void {
     this.pendingSchedules--
-    if (entry instanceof ScheduledMessage && entry.reference !== undefined) {
-      if (this.byReference.get(entry.reference) === entry) this.byReference.delete(entry.reference)
-    }
+  }
+
+  get isTerminating(): boolean {
+    return this.terminating
   }
 
   forkTask(task: Effect.Effect<void>): Effect.Effect<Fiber.RuntimeFiber<void>> {
     return Effect.tap(Effect.forkIn(task, this.scope), (fiber) => this.track(fiber))
   }
 
-  taskFailed(cause: Cause.Cause<unknown>): Effect.Effect<void> {
+  taskFailed(cause: Cause.Cause<unknown>, reference?: string): Effect.Effect<void> {
     return Effect.zipRight(
-      Effect.logError("a scheduled task failed; its schedule goes on", cause),
-      Effect.sync(() => this.eventStream.unsafePublish(new SchedulerError({ cause })))
+      Effect.logError("a scheduled task failed; its schedule goes on", cause).pipe(
+        Effect.annotateLogs(reference === undefined ? {} : { schedule: reference })
+      ),
+      Effect.sync(() => this.eventStream.unsafePublish(new SchedulerError({ cause, reference })))
     )
   }
 
   // ---------------------------------------------------------------- lifecycle
 
   private stats(): Stats {
-    let timers = this.pendingSchedules
+    let timers = this.pendingSchedules + this.schedules.size
     let drains = 0
     for (const cell of this.cells) {
       if (cell.fiber !== undefined) drains++
@@ -606,7 +604,7 @@ export class SystemImpl implements CellHost, SchedulerHost {
           for (const entry of this.driver.queue.toArray()) {
             if (entry instanceof ScheduledMessage || entry instanceof ScheduledFunction) cancelNow(entry)
           }
-          this.byReference.clear()
+          this.schedules.clear()
           for (const cell of this.cells) cell.cancelTimers()
           const fibers: Array<Fiber.RuntimeFiber<unknown, unknown>> = [...this.driver.close(), ...this.fibers]
           if (this.driverFiber !== undefined) fibers.push(this.driverFiber)

@@ -59,7 +59,6 @@ const cancelledEffect = (entry: Settling): Effect.Effect<boolean> => Effect.sync
 interface MessageExtra {
   readonly replyTo: ActorRef<any> | undefined
   readonly next: ((due: number, now: number) => number | undefined) | undefined
-  readonly reference: string | undefined
 }
 
 /** `scheduleOnce` / `scheduleAtFixedRate`: a tick that goes to the target's mailbox. */
@@ -84,17 +83,10 @@ export class ScheduledMessage extends MailboxTick implements Cancellable, Settli
     readonly message: unknown,
     replyTo: ActorRef<any> | undefined,
     /** The next due time after a firing at `due` (at `now`); undefined for a one-shot or when the schedule ends. */
-    next: ((due: number, now: number) => number | undefined) | undefined,
-    /** Set when the schedule was made under a reference. */
-    reference: string | undefined = undefined
+    next: ((due: number, now: number) => number | undefined) | undefined
   ) {
     super()
-    this.extra =
-      replyTo === undefined && next === undefined && reference === undefined ? undefined : { replyTo, next, reference }
-  }
-
-  get reference(): string | undefined {
-    return this.extra?.reference
+    this.extra = replyTo === undefined && next === undefined ? undefined : { replyTo, next }
   }
 
   // Getters rather than fields: a pending schedule costs no effect objects until someone asks.
@@ -115,7 +107,7 @@ export class ScheduledMessage extends MailboxTick implements Cancellable, Settli
   }
 
   override label(): TimerLabel {
-    return { kind: this.kind, key: this.reference, owner: this.target.path }
+    return { kind: this.kind, key: undefined, owner: this.target.path }
   }
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
