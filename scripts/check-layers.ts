@@ -25,8 +25,12 @@ const MODELS: Record<"grains" | "spots" | "entities", ReadonlyArray<string>> = {
 
 const ENGINE = ["internal/timerDriver", "internal/timerQueue", "internal/timerHeap"]
 
-/** Packages that only `src/cluster` may import: the cluster stack, an optional peer of tickwork. */
-const CLUSTER_PACKAGES = /^@effect\/(cluster|sql|sql-[a-z-]+|rpc|workflow|experimental)(\/|$)|^(pg|better-sqlite3)$/
+/**
+ * Packages that only `src/cluster` may import: the cluster stack, an optional peer of tickwork. `@effect/platform-node`
+ * is one: it declares the rest of the stack as its own required peers.
+ */
+const CLUSTER_PACKAGES =
+  /^@effect\/(cluster|sql|sql-[a-z-]+|rpc|workflow|experimental|platform-node)(\/|$)|^(pg|better-sqlite3)$/
 
 /** The layer of a module, from its path inside `src` without extension (`internal/grain`, `cluster/Reminders`). */
 export const layerOf = (module: string): Layer => {

@@ -10,8 +10,8 @@
  * A worker call is closed by a Spot terminator (`Spot.Yield`, `Spot.Async`, `Spot.Submit`) that says whether the
  * Spot's turn is held while it runs. Workers never touch Spot state: copy what they need into their input.
  *
- * The thread pool is `Workers.layer(options)`, built on `@effect/platform`'s worker pool with
- * `@effect/platform-node`'s worker threads; requests and results are `Schema.TaggedRequest`s.
+ * The thread pool is `Workers.layer(options)`, built on `@effect/platform`'s worker pool over Node worker threads;
+ * requests and results are `Schema.TaggedRequest`s.
  *
  * | option | default | meaning |
  * | --- | --- | --- |
@@ -703,10 +703,11 @@ const poolModule = import("./internal/workerPool.js")
  * Validates `options` and starts a pool of worker threads for the layer's scope; closing the scope ends every thread.
  * With `minThreads` >= 1 the threads start with the layer (which waits for one, so that a thread that cannot start
  * fails the layer); with 0 none starts before the first task. The pool grows on demand up to `maxThreads`.
- * The pool's module (and `@effect/platform-node`) is loaded only when this layer is built.
+ * The pool's module is loaded only when this layer is built. A thread that cannot start (a module it imports is
+ * missing) fails the pool: the task waiting for it and every later one fail with `WorkerFailure` (reason `spawn`).
  *
- * Worker threads run TypeScript through tsx's loader, which they register themselves: this works under `tsx`,
- * vitest and plain Node alike.
+ * A task module written in TypeScript (an app run with tsx) is loaded through tsx, which each thread registers from
+ * the task module's own project; without one there the task fails with `CpuTaskNotFound` saying what to install.
  *
  * @example
  * ```ts

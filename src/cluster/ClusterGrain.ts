@@ -15,7 +15,7 @@
  *
  * A runner needs `Sharding` (from a cluster runner layer) and an `ActorSystem` (the local grain runtime).
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import type * as Entity from "@effect/cluster/Entity"
 import type { Sharding } from "@effect/cluster/Sharding"
@@ -32,13 +32,13 @@ import * as host from "./internal/grainHost.js"
 import * as internal from "./internal/grainProtocol.js"
 
 /**
- * @since 0.2.0
+ * @since 0.1.0
  * @category symbols
  */
 export const TypeId: unique symbol = Symbol.for("tickwork/cluster/ClusterGrain")
 
 /**
- * @since 0.2.0
+ * @since 0.1.0
  * @category symbols
  */
 export type TypeId = typeof TypeId
@@ -46,7 +46,7 @@ export type TypeId = typeof TypeId
 /**
  * A grain kind on the cluster: the grain, its schemas and the entity it became.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ClusterGrain<in out Msg, in out A = void, in out E = unknown, out R = never> extends Pipeable {
@@ -66,7 +66,7 @@ export interface ClusterGrain<in out Msg, in out A = void, in out E = unknown, o
 /**
  * Options of `make`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Options<Msg, MI, A, AI, E, EI> {
@@ -118,7 +118,7 @@ const Proto = {
  * const DeviceGrain = ClusterGrain.make(Device, { message: DeviceMsg, reply: Schema.Number, maxIdleTime: "5 minutes" })
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const make = <Msg, MI, R, A = void, AI = void, E = unknown, EI = unknown>(
@@ -164,7 +164,7 @@ export const make = <Msg, MI, R, A = void, AI = void, E = unknown, EI = unknown>
  * console.log(ClusterGrain.isClusterGrain({})) // false
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category guards
  */
 export const isClusterGrain = (u: unknown): u is ClusterGrain<unknown, unknown, unknown, unknown> =>
@@ -182,13 +182,13 @@ export const isClusterGrain = (u: unknown): u is ClusterGrain<unknown, unknown, 
  * console.log(new ClusterGrain.UnknownGrainKind({ kind: "device", key: "d-1", detail: "not registered" }).message)
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export const UnknownGrainKind: typeof internal.UnknownGrainKind = internal.UnknownGrainKind
 
 /**
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export type UnknownGrainKind = internal.UnknownGrainKind
@@ -204,13 +204,13 @@ export type UnknownGrainKind = internal.UnknownGrainKind
  * console.log(new ClusterGrain.InvalidGrainMessage({ grain: "device/d-1", issue: "Expected string" }).message)
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export const InvalidGrainMessage: typeof internal.InvalidGrainMessage = internal.InvalidGrainMessage
 
 /**
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export type InvalidGrainMessage = internal.InvalidGrainMessage
@@ -226,13 +226,13 @@ export type InvalidGrainMessage = internal.InvalidGrainMessage
  * console.log(new ClusterGrain.InvalidGrainReply({ grain: "device/d-1", issue: "Expected number" }).message)
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export const InvalidGrainReply: typeof internal.InvalidGrainReply = internal.InvalidGrainReply
 
 /**
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export type InvalidGrainReply = internal.InvalidGrainReply
@@ -248,13 +248,13 @@ export type InvalidGrainReply = internal.InvalidGrainReply
  * console.log(new ClusterGrain.GrainSendTimeout({ grain: "device/d-1", timeoutMillis: 5000 }).message)
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export const GrainSendTimeout: typeof internal.GrainSendTimeout = internal.GrainSendTimeout
 
 /**
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export type GrainSendTimeout = internal.GrainSendTimeout
@@ -262,7 +262,7 @@ export type GrainSendTimeout = internal.GrainSendTimeout
 /**
  * Why handing a message to the cluster failed.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export type SendError = host.ClientError
@@ -272,7 +272,7 @@ export type SendError = host.ClientError
  * single process: `GrainReplyError` for `ctx.err`, `GrainMessageUnhandled`, `GrainFailed`,
  * `GrainActivationFailed`, `AskUndeliverable`).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export type AskError =
@@ -305,7 +305,7 @@ export type AskError =
  * const program = ClusterGrain.tell(Counter, "c-1", 5)
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category combinators
  */
 export const tell = <Msg>(
@@ -333,7 +333,7 @@ export const tell = <Msg>(
  * const program = ClusterGrain.ask(Echo, "e-1", "hello", { timeout: "2 seconds" })
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category combinators
  */
 export const ask = <Msg, A, E>(
@@ -396,7 +396,7 @@ type KindRequirements<Kinds extends ReadonlyArray<ClusterGrain<any, any, any, an
  * const program = ClusterGrain.ask(Echo, "e-1", "hi").pipe(Effect.provide(Runner))
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layer = <const Kinds extends ReadonlyArray<ClusterGrain<any, any, any, any>>>(

@@ -13,7 +13,7 @@
  * The sharding defaults here are tuned for timers rather than @effect/cluster's throughput defaults; the ones that
  * bound accuracy are in `defaultShardingConfig` and docs/cluster.md.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import type * as MessageStorage from "@effect/cluster/MessageStorage"
 import type * as Runners from "@effect/cluster/Runners"
@@ -32,7 +32,7 @@ import * as internal from "./internal/runner.js"
  * Where the runners keep persisted messages, shard locks and tickwork's tables: `sqlite(filename)` or
  * `postgres({ url })`. Every runner of one cluster must use the same storage.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Storage = internal.Storage
@@ -41,7 +41,7 @@ export type Storage = internal.Storage
  * The services a runner layer provides: `Sharding` and its companions from `@effect/cluster`, the `SqlClient` of
  * the storage (for your own tables, and for `ClusterScheduler`'s transactions), and the table prefix in use.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Services =
@@ -63,7 +63,7 @@ export type Services =
  * const prefix = Effect.map(ClusterRunner.Tables, (tables) => tables.prefix)
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export const Tables = internal.Tables
@@ -82,7 +82,7 @@ export const Tables = internal.Tables
  * console.log(error.message)
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class ClusterStorageUnavailable extends Data.TaggedError("ClusterStorageUnavailable")<{
@@ -105,7 +105,7 @@ export class ClusterStorageUnavailable extends Data.TaggedError("ClusterStorageU
  * console.log(error.message)
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class InvalidClusterRunnerOptions extends Data.TaggedError("InvalidClusterRunnerOptions")<{
@@ -120,7 +120,7 @@ export class InvalidClusterRunnerOptions extends Data.TaggedError("InvalidCluste
  * Any error a runner layer fails with at start (besides the socket server's own `SocketServerError`, e.g. a port
  * already in use).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export type ClusterRunnerError = ClusterStorageUnavailable | InvalidClusterRunnerOptions
@@ -138,7 +138,7 @@ export type ClusterRunnerError = ClusterStorageUnavailable | InvalidClusterRunne
  * const storage = ClusterRunner.sqlite("/var/lib/myapp/cluster.db")
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const sqlite = (
@@ -162,7 +162,7 @@ export const sqlite = (
  * const storage = ClusterRunner.postgres({ url: Redacted.make("postgres://app@db.internal:5432/app") })
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const postgres = (options: {
@@ -201,7 +201,7 @@ export const postgres = (options: {
  * console.log(ClusterRunner.defaultShardingConfig.entityMessagePollInterval) // "1 second"
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const defaultShardingConfig: Readonly<Partial<ShardingConfig.ShardingConfig["Type"]>> = {
@@ -217,7 +217,7 @@ export const defaultShardingConfig: Readonly<Partial<ShardingConfig.ShardingConf
 /**
  * Options of `layer`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Options {
@@ -286,7 +286,7 @@ const unavailable = (storage: Storage) => (reason: string) =>
  * const SqlLive = ClusterRunner.layerStorage(ClusterRunner.sqlite(":memory:"))
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layerStorage = (
@@ -311,7 +311,7 @@ export const layerStorage = (
  * // NodeRuntime.runMain(Layer.launch(Report.pipe(Layer.provide(Runner))))
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layer = (options?: Options): Layer.Layer<Services, ClusterRunnerError | SocketServer.SocketServerError> =>
@@ -326,7 +326,7 @@ export const layer = (options?: Options): Layer.Layer<Services, ClusterRunnerErr
 /**
  * Options of `layerTest` and `layerTestRunner`.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface TestOptions {
@@ -354,7 +354,7 @@ export interface TestOptions {
  * const RunnerA = ClusterRunner.layerTestRunner({ port: 1 }).pipe(Layer.provide(Storage))
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layerTestRunner = (
@@ -383,7 +383,7 @@ export const layerTestRunner = (
  * }).pipe(Effect.scoped, Effect.provide(ClusterRunner.layerTest()))
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layerTest = (options?: TestOptions): Layer.Layer<Services, ClusterRunnerError> => {

@@ -26,7 +26,7 @@
  * connection) while it runs. Do not wait inside `execute` for SQL that another fiber runs: it cannot get the
  * connection of a transaction in progress.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import * as Sharding from "@effect/cluster/Sharding"
 import type * as SqlClient from "@effect/sql/SqlClient"
@@ -47,7 +47,7 @@ import * as internal from "./internal/cron.js"
  * Options of one schedule; combine several by passing them one after the other (later ones win). The grain timer
  * helpers `GrainTimers.withTimerReference` and `GrainTimers.withTimeZone` are accepted as they are.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface CronOptions {
@@ -69,7 +69,7 @@ export interface CronOptions {
  * const options = ClusterScheduler.withTimerReference("nightly-report")
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const withTimerReference: (reference: string) => CronOptions = GrainTimers.withTimerReference
@@ -84,7 +84,7 @@ export const withTimerReference: (reference: string) => CronOptions = GrainTimer
  * const options = ClusterScheduler.withTimeZone("Europe/Berlin")
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const withTimeZone: (timeZone: string) => CronOptions = GrainTimers.withTimeZone
@@ -100,7 +100,7 @@ export const withTimeZone: (timeZone: string) => CronOptions = GrainTimers.withT
  * const options = ClusterScheduler.withMisfireThreshold("5 minutes")
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const withMisfireThreshold = (misfireThreshold: Duration.DurationInput): CronOptions => ({ misfireThreshold })
@@ -109,7 +109,7 @@ export const withMisfireThreshold = (misfireThreshold: Duration.DurationInput): 
  * What `execute` is told about the instant it runs for: `reference`, `instant`, how `late` it started, and
  * `misfired` (true for the one run of an instant older than the misfire threshold).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type Fire = internal.Fire
@@ -117,7 +117,7 @@ export type Fire = internal.Fire
 /**
  * One fired instant as recorded in storage (kept for a day).
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type HistoryEntry = internal.HistoryEntry
@@ -132,7 +132,7 @@ export type HistoryEntry = internal.HistoryEntry
  * console.log(new ClusterScheduler.MissingCronReference({ expression: "0 0 * * * ?" }).message)
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class MissingCronReference extends Data.TaggedError("MissingCronReference")<{ readonly expression: string }> {
@@ -156,7 +156,7 @@ export class MissingCronReference extends Data.TaggedError("MissingCronReference
  * console.log(error.message)
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class InvalidClusterCronOptions extends Data.TaggedError("InvalidClusterCronOptions")<{
@@ -171,7 +171,7 @@ export class InvalidClusterCronOptions extends Data.TaggedError("InvalidClusterC
 /**
  * Any error `scheduleWithCron` and `layer` fail with.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export type ClusterSchedulerError = MissingCronReference | InvalidClusterCronOptions | InvalidCronExpression
@@ -253,7 +253,7 @@ const define = <E, R>(
  * )
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const scheduleWithCron = <E, R>(
@@ -303,7 +303,7 @@ export const scheduleWithCron = <E, R>(
  * const Runner = Cleanup.pipe(Layer.provideMerge(ClusterRunner.layer({ port: 34431 })))
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layer = <E, R>(
@@ -327,7 +327,7 @@ export const layer = <E, R>(
  * })
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category combinators
  */
 export const history = (
@@ -347,7 +347,7 @@ export const history = (
  * const next = ClusterScheduler.nextInstant("hourly-totals")
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category combinators
  */
 export const nextInstant = (

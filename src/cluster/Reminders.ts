@@ -13,7 +13,7 @@
  *   continues on its grid (period: registration + k × period; cron: the next instant after now).
  * - Delivery is at least once: a runner that dies while the grain handles the message delivers it again.
  *
- * @since 0.2.0
+ * @since 0.1.0
  */
 import { Sharding } from "@effect/cluster/Sharding"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -53,7 +53,7 @@ import { Tables } from "./internal/runner.js"
  * When a reminder fires: after a delay or at a time, then every period if one is given, or on a Quartz cron
  * expression. Build one with `after`, `at` or `cron`; the input is checked when the reminder is registered.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export type ReminderSchedule =
@@ -79,7 +79,7 @@ export type ReminderSchedule =
  * const daily = Reminders.after("1 hour", { period: "1 day" })
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const after = (
@@ -98,7 +98,7 @@ export const after = (
  * const renewal = Reminders.at(DateTime.unsafeMake("2030-01-01T00:00:00Z"))
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const at = (
@@ -117,7 +117,7 @@ export const at = (
  * const mondays = Reminders.cron("0 0 9 ? * MON", { timeZone: "Europe/Berlin" })
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category constructors
  */
 export const cron = (expression: string, options?: { readonly timeZone?: string }): ReminderSchedule => ({
@@ -129,7 +129,7 @@ export const cron = (expression: string, options?: { readonly timeZone?: string 
 /**
  * A registered reminder.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface ReminderInfo {
@@ -151,7 +151,7 @@ export interface ReminderInfo {
  * console.log(new Reminders.InvalidReminderName({ name: "" }).message)
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class InvalidReminderName extends Data.TaggedError("InvalidReminderName")<{ readonly name: string }> {
@@ -170,7 +170,7 @@ export class InvalidReminderName extends Data.TaggedError("InvalidReminderName")
  * console.log(new Reminders.ReminderNeverFires({ name: "y2k", expression: "0 0 0 1 1 ? 1999" }).message)
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class ReminderNeverFires extends Data.TaggedError("ReminderNeverFires")<{
@@ -192,7 +192,7 @@ export class ReminderNeverFires extends Data.TaggedError("ReminderNeverFires")<{
  * console.log(new Reminders.ReminderStorageError({ operation: "register", cause: "disk full" }).message)
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export class ReminderStorageError extends Data.TaggedError("ReminderStorageError")<{
@@ -207,7 +207,7 @@ export class ReminderStorageError extends Data.TaggedError("ReminderStorageError
 /**
  * Why registering a reminder failed.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category errors
  */
 export type RegisterError =
@@ -223,7 +223,7 @@ export type RegisterError =
 /**
  * The reminders service of a runner.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface RemindersService {
@@ -264,7 +264,7 @@ export interface RemindersService {
  * const hostsCounter = Effect.map(Reminders.Reminders, (reminders) => reminders.hostedKind("counter") !== undefined)
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export class Reminders extends Context.Tag("tickwork/cluster/Reminders")<Reminders, RemindersService>() {}
@@ -272,7 +272,7 @@ export class Reminders extends Context.Tag("tickwork/cluster/Reminders")<Reminde
 /**
  * Options of the reminders layer.
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category models
  */
 export interface Options {
@@ -376,7 +376,7 @@ const sendOccurrence = (
  * const RemindersLive = Reminders.layer().pipe(Layer.provide(SqliteClient.layer({ filename: "app.db" })))
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category layers
  */
 export const layer = (
@@ -507,7 +507,7 @@ const hostedKind = (service: RemindersService, props: GrainProps<any>): Effect.E
  * })
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category combinators
  */
 export const register = <Msg>(
@@ -537,7 +537,7 @@ export const register = <Msg>(
  * })
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category combinators
  */
 export const unregister = (
@@ -563,7 +563,7 @@ export const unregister = (
  * })
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category combinators
  */
 export const list = (
@@ -589,7 +589,7 @@ export const list = (
  * const program = Reminders.registerFor(Invoice, "inv-7", "dunning", "send reminder", Reminders.after("14 days"))
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category combinators
  */
 export const registerFor = <Msg>(
@@ -617,7 +617,7 @@ export const registerFor = <Msg>(
  * const program = Reminders.unregisterFor(Invoice, "inv-7", "dunning")
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category combinators
  */
 export const unregisterFor = (
@@ -643,7 +643,7 @@ export const unregisterFor = (
  * const program = Reminders.listFor(Invoice, "inv-7")
  * ```
  *
- * @since 0.2.0
+ * @since 0.1.0
  * @category combinators
  */
 export const listFor = (

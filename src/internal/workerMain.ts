@@ -3,14 +3,12 @@
  */
 
 import * as WorkerRunner from "@effect/platform/WorkerRunner"
-import * as NodeWorkerRunner from "@effect/platform-node/NodeWorkerRunner"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { layerRunner } from "./workerPlatform.js"
 import { RunCpuTask, runTask } from "./workerProtocol.js"
 
-const Runner = WorkerRunner.layerSerialized(RunCpuTask, { RunCpuTask: runTask }).pipe(
-  Layer.provide(NodeWorkerRunner.layer)
-)
+const Runner = WorkerRunner.layerSerialized(RunCpuTask, { RunCpuTask: runTask }).pipe(Layer.provide(layerRunner))
 
 Effect.runFork(
   WorkerRunner.launch(Runner).pipe(

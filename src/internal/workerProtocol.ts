@@ -11,6 +11,7 @@ import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { CpuTaskFailed, CpuTaskNotFound } from "../Workers.js"
 import { type RegisteredTask, taskKey, taskRegistry } from "./workerCall.js"
+import { importTaskModule } from "./workerImport.js"
 
 export class RunCpuTask extends Schema.TaggedRequest<RunCpuTask>("tickwork/Workers/RunCpuTask")("RunCpuTask", {
   failure: Schema.Union(CpuTaskFailed, CpuTaskNotFound),
@@ -34,7 +35,7 @@ const lookup = (module: string, name: string): Effect.Effect<RegisteredTask, Cpu
     const known = taskRegistry().get(key)
     if (known !== undefined) return Effect.succeed(known)
     return Effect.tryPromise({
-      try: () => import(module),
+      try: () => importTaskModule(module),
       catch: (cause) =>
         new CpuTaskNotFound({ task: name, module, reason: `the module could not be imported: ${describe(cause)}` })
     }).pipe(

@@ -44,6 +44,10 @@ describe("the layering check", () => {
     assert.strictEqual(rule("internal/actorCell", "./grain.js"), "the actor runtime imports no model")
     assert.strictEqual(rule("Grains", "@effect/cluster/Sharding"), "only src/cluster imports the cluster stack")
     assert.strictEqual(rule("internal/spot", "@effect/sql-pg"), "only src/cluster imports the cluster stack")
+    assert.strictEqual(
+      rule("internal/workerPool", "@effect/platform-node/NodeWorker"),
+      "only src/cluster imports the cluster stack"
+    )
     assert.strictEqual(rule("Grains", "./cluster/ClusterGrain.js"), "only src/cluster imports the cluster modules")
     assert.strictEqual(
       rule("Scheduler", "./testkit/TestProbe.js"),
