@@ -13,9 +13,11 @@
 import { createServer } from "node:http"
 import type * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpServer from "@effect/platform/HttpServer"
 import type { ServeError } from "@effect/platform/HttpServerError"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
@@ -117,6 +119,34 @@ const urlOf = (address: HttpServer.Address): string => {
   return `http://${host}:${address.port}/admin`
 }
 
+const isLoopback = (hostname: string): boolean =>
+  hostname === "localhost" ||
+  hostname.endsWith(".localhost") ||
+  hostname === "::1" ||
+  hostname === "[::1]" ||
+  /^127\.\d+\.\d+\.\d+$/.test(hostname)
+
+/** The host name of a `Host` header (`name:port`, `[v6]:port`). */
+const hostnameOf = (host: string): string =>
+  host.startsWith("[") ? host.slice(0, host.indexOf("]") + 1) : host.split(":")[0]!
+
+/**
+ * A server bound to the loopback answers only requests addressed to a loopback name: a web page that rebinds its own
+ * DNS name to 127.0.0.1 sends its own name as `Host`, and is refused before it can read or steer anything.
+ */
+const loopbackOnly = (app: HttpApp.Default): HttpApp.Default =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const host = request.headers.host
+    return host === undefined || isLoopback(hostnameOf(host))
+      ? app
+      : Effect.succeed(
+          HttpServerResponse.unsafeJson(
+            { _tag: "Forbidden", message: `this admin server listens on the loopback and does not answer for ${host}` },
+            { status: 403 }
+          )
+        )
+  })
+
 /**
  * The handlers of the admin API's groups for `api`: `AdminApi.AdminApi` itself, or an `HttpApi` of the program's own
  * that added it (`MyApi.addHttpApi(AdminApi.AdminApi)`), served by the program's own server.
@@ -168,7 +198,7 @@ export const layer = (options: Options = {}): Layer.Layer<AdminServer, InvalidAd
   Layer.unwrapEffect(
     Effect.map(checkOptions(options), ({ host = "127.0.0.1", port = 9465, authorize }) => {
       const api = HttpApiBuilder.api(AdminApi).pipe(Layer.provide(internal.handlers(AdminApi, { authorize })))
-      const served = HttpApiBuilder.serve().pipe(
+      const served = HttpApiBuilder.serve(isLoopback(host) ? loopbackOnly : undefined).pipe(
         Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/admin/openapi.json" })),
         Layer.provide(api),
         Layer.provideMerge(NodeHttpServer.layer(createServer, { host, port }))

@@ -378,11 +378,17 @@ export class SystemGroup extends HttpApiGroup.make("system")
  * @category models
  */
 export class InspectorGroup extends HttpApiGroup.make("inspector")
-  .add(HttpApiEndpoint.get("page", "/admin").addSuccess(HttpApiSchema.Text({ contentType: "text/html" })))
-  .add(HttpApiEndpoint.get("style", "/admin/inspector.css").addSuccess(HttpApiSchema.Text({ contentType: "text/css" })))
+  .add(
+    HttpApiEndpoint.get("page", "/admin").addSuccess(HttpApiSchema.Text({ contentType: "text/html; charset=utf-8" }))
+  )
+  .add(
+    HttpApiEndpoint.get("style", "/admin/inspector.css").addSuccess(
+      HttpApiSchema.Text({ contentType: "text/css; charset=utf-8" })
+    )
+  )
   .add(
     HttpApiEndpoint.get("script", "/admin/inspector.js").addSuccess(
-      HttpApiSchema.Text({ contentType: "text/javascript" })
+      HttpApiSchema.Text({ contentType: "text/javascript; charset=utf-8" })
     )
   )
   .annotate(OpenApi.Exclude, true) {}

@@ -117,7 +117,7 @@ const scheduleRow = (schedule) => {
     el("td", { class: "last-run" }, lastRun ? [when(lastRun.instant), " ", outcomeOf(lastRun)] : when(undefined)),
     el(
       "td",
-      {},
+      { class: "actions" },
       paused
         ? actionButton("Resume", reference, () => operate(reference, "resume"))
         : actionButton("Pause", reference, () => askPause(reference)),
