@@ -10,7 +10,7 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Either, Exit, Layer, Schema, TestClock } from "effect"
+import { Context, Effect, Either, Exit, Layer, Schema, type Scope, TestClock } from "effect"
 import { Actor, ActorSystem, Schedules } from "tickwork"
 import { Admin, AdminApi } from "tickwork/admin"
 
@@ -74,8 +74,16 @@ const start = (options: Admin.Options = {}) =>
     return { context, server, schedules, reports, call, client }
   })
 
+/** A valid request to each mutating endpoint for `reference`. */
+const mutations = (reference: string): ReadonlyArray<readonly [Method, string, unknown]> => [
+  ["POST", `/admin/schedules/${reference}/pause`, { note: "why" }],
+  ["POST", `/admin/schedules/${reference}/resume`, undefined],
+  ["POST", `/admin/schedules/${reference}/trigger`, undefined],
+  ["PATCH", `/admin/schedules/${reference}`, { spec: { _tag: "Interval", everyMillis: 100 } }]
+]
+
 /** Both the node HTTP client (any header may be set, `Origin` too) and a scope for the system. */
-const live = <A, E>(effect: Effect.Effect<A, E, HttpClient.HttpClient | import("effect/Scope").Scope>) =>
+const live = <A, E>(effect: Effect.Effect<A, E, HttpClient.HttpClient | Scope.Scope>) =>
   Effect.scoped(Effect.provide(effect, NodeHttpClient.layer))
 
 describe("Admin.layer", () => {
@@ -239,13 +247,10 @@ describe("the admin API: reading", () => {
         assert.strictEqual(error._tag, "ScheduleNotFound")
         if (error._tag === "ScheduleNotFound") assert.strictEqual(error.reference, "nope")
         for (const [method, path, body] of [
-          ["GET", "/admin/schedules/nope", undefined],
-          ["GET", "/admin/schedules/nope/history", undefined],
-          ["POST", "/admin/schedules/nope/pause", { note: "why" }],
-          ["POST", "/admin/schedules/nope/resume", undefined],
-          ["POST", "/admin/schedules/nope/trigger", undefined],
-          ["PATCH", "/admin/schedules/nope", { spec: { _tag: "Interval", everyMillis: 100 } }]
-        ] as const) {
+          ["GET", "/admin/schedules/nope", undefined] as const,
+          ["GET", "/admin/schedules/nope/history", undefined] as const,
+          ...mutations("nope")
+        ]) {
           const reply = yield* call(method, path, body === undefined ? {} : { body })
           assert.strictEqual(reply.status, 404, `${method} ${path}`)
           assert.strictEqual(reply.body._tag, "ScheduleNotFound")
@@ -533,12 +538,7 @@ describe("the admin API: operating", () => {
     live(
       Effect.gen(function* () {
         const { call, schedules } = yield* start()
-        for (const [method, path, body] of [
-          ["POST", "/admin/schedules/report/pause", { note: "why" }],
-          ["POST", "/admin/schedules/report/resume", undefined],
-          ["POST", "/admin/schedules/report/trigger", undefined],
-          ["PATCH", "/admin/schedules/report", { spec: { _tag: "Interval", everyMillis: 100 } }]
-        ] as const) {
+        for (const [method, path, body] of mutations("report")) {
           const reply = yield* call(method, path, body === undefined ? {} : { body })
           assert.strictEqual(reply.status, 403, `${method} ${path}`)
           assert.strictEqual(reply.body._tag, "Forbidden")
