@@ -2,7 +2,8 @@
  * The layering check that `npm test` runs (docs/architecture.md, "Layers"): the engine imports nothing of tickwork
  * but itself, the actor runtime imports no model, the models (grains, Spots, entities) never import each other, only
  * `src/cluster` imports the cluster stack or the cluster modules, nothing in `src` but the testkit imports the
- * testkit, and nothing but `src/admin` imports the admin modules (which import only the runtime). `npx tsx scripts/check-layers.ts` prints each import that breaks a rule and exits with 1.
+ * testkit, and nothing but `src/admin` imports the admin modules (which import only the runtime).
+ * `npx tsx scripts/check-layers.ts` prints each import that breaks a rule and exits with 1.
  */
 import { readdirSync, readFileSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
