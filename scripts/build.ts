@@ -4,7 +4,7 @@
  * JavaScript. `npm pack` and `npm publish` run it first (prepack).
  */
 import { spawnSync } from "node:child_process"
-import { copyFileSync, rmSync } from "node:fs"
+import { copyFileSync, cpSync, rmSync } from "node:fs"
 import { createRequire } from "node:module"
 import { fileURLToPath } from "node:url"
 
@@ -19,3 +19,5 @@ if (compiled.status !== 0) {
   process.exit(compiled.status ?? 1)
 }
 copyFileSync(at("src/internal/workerBootstrap.mjs"), at("dist/internal/workerBootstrap.mjs"))
+// the inspector page's files, which tickwork/admin serves as they are
+cpSync(at("src/admin/inspector"), at("dist/admin/inspector"), { recursive: true })

@@ -1,13 +1,14 @@
 /**
  * The layering check that `npm test` runs (docs/architecture.md, "Layers"): the engine imports nothing of tickwork
  * but itself, the actor runtime imports no model, the models (grains, Spots, entities) never import each other, only
- * `src/cluster` imports the cluster stack or the cluster modules, and nothing in `src` but the testkit imports the
- * testkit. `npx tsx scripts/check-layers.ts` prints each import that breaks a rule and exits with 1.
+ * `src/cluster` imports the cluster stack or the cluster modules, nothing in `src` but the testkit imports the
+ * testkit, and nothing but `src/admin` imports the admin modules (which import only the runtime).
+ * `npx tsx scripts/check-layers.ts` prints each import that breaks a rule and exits with 1.
  */
 import { readdirSync, readFileSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
 
-export type Layer = "engine" | "runtime" | "grains" | "spots" | "entities" | "cluster" | "testkit" | "entry"
+export type Layer = "engine" | "runtime" | "grains" | "spots" | "entities" | "cluster" | "testkit" | "admin" | "entry"
 
 const MODELS: Record<"grains" | "spots" | "entities", ReadonlyArray<string>> = {
   grains: ["Grain", "Grains", "GrainTimers", "Passivation", "internal/grain", "internal/grainTimer"],
@@ -37,6 +38,7 @@ export const layerOf = (module: string): Layer => {
   if (module === "index") return "entry"
   if (module.startsWith("cluster/")) return "cluster"
   if (module.startsWith("testkit/")) return "testkit"
+  if (module.startsWith("admin/")) return "admin"
   if (ENGINE.includes(module)) return "engine"
   for (const [model, modules] of Object.entries(MODELS)) if (modules.includes(module)) return model as Layer
   return "runtime"
@@ -51,6 +53,7 @@ const allowed: Record<Layer, ReadonlyArray<Layer>> = {
   entities: ["entities", "runtime", "engine"],
   cluster: ["cluster", "grains", "spots", "entities", "runtime", "engine"],
   testkit: ["testkit", "grains", "spots", "entities", "runtime", "engine"],
+  admin: ["admin", "runtime", "engine"],
   entry: ["grains", "spots", "entities", "runtime", "engine"]
 }
 
@@ -64,7 +67,9 @@ export interface Violation {
 export const check = (from: string, specifier: string): Violation | undefined => {
   const source = layerOf(from)
   if (!specifier.startsWith(".")) {
-    if (CLUSTER_PACKAGES.test(specifier) && source !== "cluster") {
+    // the admin API's server is @effect/platform-node's, as the cluster's runners are
+    const allowedHere = source === "cluster" || (source === "admin" && /^@effect\/platform-node(\/|$)/.test(specifier))
+    if (CLUSTER_PACKAGES.test(specifier) && !allowedHere) {
       return { from, imports: specifier, rule: "only src/cluster imports the cluster stack" }
     }
     return undefined
@@ -79,9 +84,13 @@ export const check = (from: string, specifier: string): Violation | undefined =>
         ? "only src/cluster imports the cluster modules"
         : layer === "testkit"
           ? "nothing in src but the testkit imports the testkit"
-          : source === "runtime"
-            ? "the actor runtime imports no model"
-            : "models never import each other"
+          : layer === "admin"
+            ? "only src/admin imports the admin modules"
+            : source === "admin"
+              ? "the admin modules import the runtime, not the models or the cluster"
+              : source === "runtime"
+                ? "the actor runtime imports no model"
+                : "models never import each other"
   return { from, imports: target, rule }
 }
 

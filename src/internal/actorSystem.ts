@@ -360,6 +360,11 @@ export class SystemImpl implements CellHost, SchedulerHost, ScheduleHost {
     return this.lastBase
   }
 
+  /** The live actors, read only (the admin API lists their timers). */
+  get actorCells(): ReadonlySet<ActorCell> {
+    return this.cells
+  }
+
   private track(fiber: Fiber.RuntimeFiber<unknown, unknown>): void {
     this.fibers.add(fiber)
     fiber.addObserver(() => this.fibers.delete(fiber))

@@ -34,6 +34,7 @@ describe("the layering check", () => {
     assert.strictEqual(layerOf("GameClock"), "entities")
     assert.strictEqual(layerOf("cluster/internal/cron"), "cluster")
     assert.strictEqual(layerOf("testkit/TestProbe"), "testkit")
+    assert.strictEqual(layerOf("admin/internal/handlers"), "admin")
   })
 
   it("refuses each broken rule, and allows what the layering allows", () => {
@@ -53,6 +54,20 @@ describe("the layering check", () => {
       rule("Scheduler", "./testkit/TestProbe.js"),
       "nothing in src but the testkit imports the testkit"
     )
+    assert.isUndefined(check("admin/Admin", "@effect/platform-node/NodeHttpServer"), "the admin API's server")
+    assert.strictEqual(rule("admin/Admin", "@effect/sql"), "only src/cluster imports the cluster stack")
+    assert.strictEqual(rule("index", "./admin/Admin.js"), "only src/admin imports the admin modules")
+    assert.strictEqual(rule("cluster/ClusterRunner", "../admin/Admin.js"), "only src/admin imports the admin modules")
+    assert.strictEqual(
+      rule("admin/Admin", "../cluster/ClusterRunner.js"),
+      "only src/cluster imports the cluster modules"
+    )
+    assert.strictEqual(
+      rule("admin/internal/views", "../../Grains.js"),
+      "the admin modules import the runtime, not the models or the cluster"
+    )
+    assert.isUndefined(check("admin/internal/views", "../../internal/actorSystem.js"))
+    assert.isUndefined(check("admin/Admin", "./internal/handlers.js"))
     assert.isUndefined(check("internal/grain", "./actorCell.js"))
     assert.isUndefined(check("internal/actorCell", "./tick.js"))
     assert.isUndefined(check("cluster/Reminders", "../Grain.js"))
