@@ -11,8 +11,10 @@ import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import type { Pipeable } from "effect/Pipeable"
 import * as Predicate from "effect/Predicate"
+import { askTimeoutMillis } from "./internal/askTimeout.js"
 import { currentLogContext } from "./internal/logContext.js"
 import { ActorRefTypeId, BaseRef, FunctionRef } from "./internal/refs.js"
+import type { InvalidTimerDelay } from "./TimerError.js"
 
 /**
  * @since 0.1.0
@@ -133,7 +135,8 @@ export const tell: {
  *
  * Fails with `AskUndeliverable` at once when the question cannot be delivered and with `AskTimeout` when no reply
  * arrives within `timeout` (default: the system's `askTimeout`, 5 seconds unless configured). The time is Effect's
- * `Clock`, so `TestClock` drives it.
+ * `Clock`, so `TestClock` drives it. A `timeout` that is not a duration, not finite, negative or zero fails with
+ * `TimerError.InvalidTimerDelay` before the question is sent.
  *
  * @example
  * ```ts
@@ -143,7 +146,10 @@ export const tell: {
  * type Msg = { readonly _tag: "GetCount"; readonly replyTo: ActorRef.ActorRef<number> }
  *
  * const count = (counter: ActorRef.ActorRef<Msg>) =>
- *   ActorRef.ask(counter, (replyTo: ActorRef.ActorRef<number>) => ({ _tag: "GetCount" as const, replyTo }), "1 second")
+ *   ActorRef.ask(counter, (replyTo: ActorRef.ActorRef<number>): Msg => ({ _tag: "GetCount", replyTo }), "1 second").pipe(
+ *     // a timeout such as "soon", -1 or 0 would fail here, before anything is sent
+ *     Effect.catchTag("InvalidTimerDelay", (error) => Effect.dieMessage(error.message))
+ *   )
  * ```
  *
  * @since 0.1.0
@@ -153,19 +159,17 @@ export const ask = <Msg, A>(
   self: ActorRef<Msg>,
   make: (replyTo: ActorRef<A>) => NoInfer<Msg>,
   timeout?: Duration.DurationInput
-): Effect.Effect<A, AskTimeout | AskUndeliverable> =>
+): Effect.Effect<A, AskTimeout | AskUndeliverable | InvalidTimerDelay> =>
   Effect.gen(function* () {
+    const timeoutMillis = yield* askTimeoutMillis(
+      timeout,
+      self instanceof BaseRef ? self.defaultAskTimeoutMillis : 5_000
+    )
     const reply = yield* Deferred.make<A>()
     const replyTo = new FunctionRef<A>(`${self.path}/$ask`, (answer) => {
       Deferred.unsafeDone(reply, Effect.succeed(answer))
       return "delivered"
     })
-    const timeoutMillis =
-      timeout === undefined
-        ? self instanceof BaseRef
-          ? self.defaultAskTimeoutMillis
-          : 5_000
-        : Duration.toMillis(Duration.decode(timeout))
     if (!(self instanceof BaseRef)) {
       yield* self.tell(make(replyTo))
     } else {

@@ -6,21 +6,25 @@
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import { AskTimeout } from "./ActorRef.js"
 import { ActorSystem } from "./ActorSystem.js"
 import type { Grain, UnknownGrainKind } from "./Grain.js"
 import type { TimerInfo } from "./GrainTimers.js"
+import { askTimeoutMillis } from "./internal/askTimeout.js"
 import { type GrainAskError, GrainRegistry, kindsByName } from "./internal/grain.js"
 import * as Passivation from "./Passivation.js"
+import type { InvalidTimerDelay } from "./TimerError.js"
 
 /**
- * Why an `ask` to a grain failed.
+ * Why an `ask` to a grain failed. `InvalidTimerDelay`: the timeout is not a positive finite duration (nothing was
+ * sent).
  *
  * @since 0.1.0
  * @category errors
  */
-export type AskError = GrainAskError | AskTimeout
+export type AskError = GrainAskError | AskTimeout | InvalidTimerDelay
 
 /**
  * The service.
@@ -37,7 +41,8 @@ export interface GrainsService {
   ) => Effect.Effect<void, UnknownGrainKind>
   /**
    * Sends `message` and waits for the grain's signal: `reply(value)` succeeds with `value`, `noErr` (or no signal)
-   * with undefined. The timeout (default 5 seconds) does not interrupt the grain's handler.
+   * with undefined. The timeout (default 5 seconds) does not interrupt the grain's handler; one that is not a
+   * positive finite duration fails with `InvalidTimerDelay` and sends nothing.
    */
   readonly ask: <A = unknown, Msg = any>(
     kind: Grain<Msg, any, any, any>,
@@ -124,15 +129,17 @@ export const layer = <const Kinds extends ReadonlyArray<Grain<any, any, any, any
       )
       const service: GrainsService = {
         tell: (kind, key, message) => registry.tell(kind, key, message),
-        ask: <A, Msg>(kind: Grain<Msg, any, any, any>, key: string, message: Msg, timeout?: Duration.DurationInput) => {
-          const timeoutMillis = timeout === undefined ? 5_000 : Duration.toMillis(Duration.decode(timeout))
-          return registry.ask(kind, key, message).pipe(
-            Effect.timeoutFail({
-              duration: Duration.millis(timeoutMillis),
-              onTimeout: () => new AskTimeout({ recipient: `grain ${kind.name}/${key}`, timeoutMillis })
-            })
-          ) as Effect.Effect<A | undefined, AskError>
-        },
+        ask: <A, Msg>(kind: Grain<Msg, any, any, any>, key: string, message: Msg, timeout?: Duration.DurationInput) =>
+          Either.match(askTimeoutMillis(timeout, 5_000), {
+            onLeft: (error) => Effect.fail(error),
+            onRight: (timeoutMillis) =>
+              registry.ask(kind, key, message).pipe(
+                Effect.timeoutFail({
+                  duration: Duration.millis(timeoutMillis),
+                  onTimeout: () => new AskTimeout({ recipient: `grain ${kind.name}/${key}`, timeoutMillis })
+                })
+              ) as Effect.Effect<A | undefined, AskError>
+          }),
         timers: (kind, key) => registry.timersOf(kind, key),
         isActive: (kind, key) => Effect.sync(() => registry.isActive(kind, key)),
         activations: Effect.sync(() => registry.size)

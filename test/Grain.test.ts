@@ -750,3 +750,28 @@ describe("Grains", () => {
     )
   })
 })
+
+describe("bad input", () => {
+  it.effect("Grains.ask with a timeout of 'soon', -1, NaN, Infinity or 0 is InvalidTimerDelay and sends nothing", () =>
+    withGrain({ passivation: Passivation.never }, (probe, kind) =>
+      Effect.gen(function* () {
+        const cases: ReadonlyArray<readonly [unknown, string]> = [
+          ["soon", '"soon" is not a duration'],
+          [-1, "must not be negative"],
+          [Number.NaN, "NaN is not a duration"],
+          [Number.POSITIVE_INFINITY, "must be finite"],
+          [0, "must be more than 0"]
+        ]
+        for (const [timeout, reason] of cases) {
+          const error = yield* Effect.flip(Grains.ask(kind, "k", tick("asked"), timeout as number))
+          assert.strictEqual(error._tag, "InvalidTimerDelay")
+          assert.include(error.message, reason)
+        }
+        yield* TestClock.adjust("1 second")
+        assert.deepStrictEqual(yield* events(probe), [], "no grain was activated, no message sent")
+        assert.isUndefined(yield* Grains.ask(kind, "k", tick("asked"), "1 second"))
+        assert.include(yield* events(probe), "asked#1(told)")
+      })
+    )
+  )
+})
