@@ -511,10 +511,32 @@ const build = (expression: string, timeZone: string | undefined): QuartzCronImpl
   return self
 }
 
+/** What a JavaScript caller may pass instead of a string and an options object; undefined when the types are right. */
+const checkTypes = (expression: unknown, options: unknown): string | undefined => {
+  if (typeof expression !== "string") {
+    return `the expression must be a string such as "0 0 12 ? * MON-FRI", got ${describeValue(expression)}`
+  }
+  if (options === undefined) return undefined
+  if (typeof options !== "object" || options === null) {
+    return `the options must be an object such as { timeZone: "Europe/Berlin" }, got ${describeValue(options)}`
+  }
+  const timeZone = (options as ParseOptions).timeZone
+  if (timeZone !== undefined && typeof timeZone !== "string") {
+    return `the time zone must be an IANA name such as "Europe/Berlin", got ${describeValue(timeZone)}`
+  }
+  return undefined
+}
+
+const describeValue = (value: unknown): string =>
+  typeof value === "string" ? JSON.stringify(value) : value === null ? "null" : `${typeof value} ${String(value)}`
+
 /**
  * Parses a Quartz cron expression, optionally for a named time zone.
  *
- * Fails with an `InvalidCronExpression` whose `field` (when one field is at fault) and `reason` say what is wrong.
+ * Fails with an `InvalidCronExpression` whose `field` (when one field is at fault) and `reason` say what is wrong: a
+ * syntax error, a day that never occurs, an unknown time zone, or an expression or options of the wrong type. Parsing
+ * does not read the clock, so an expression whose instants are all in the past (`0 0 0 1 1 ? 1999`) parses; the timer
+ * APIs that arm a cron reject it, since it would never fire.
  *
  * @example
  * ```ts
@@ -530,6 +552,10 @@ const build = (expression: string, timeZone: string | undefined): QuartzCronImpl
  * @category constructors
  */
 export const parse = (expression: string, options?: ParseOptions): Either.Either<QuartzCron, InvalidCronExpression> => {
+  const wrongType = checkTypes(expression, options)
+  if (wrongType !== undefined) {
+    return Either.left(new InvalidCronExpression({ expression: String(expression), reason: wrongType }))
+  }
   try {
     return Either.right(build(expression, options?.timeZone))
   } catch (error) {
@@ -658,7 +684,9 @@ export const iterate: {
 })
 
 /**
- * Up to `count` fire instants strictly after `afterMillis`, in order; fewer if the expression stops firing.
+ * Up to `count` fire instants strictly after `afterMillis`, in order; fewer if the expression stops firing. A `count`
+ * that is not a whole number >= 0 (NaN, Infinity, 1.5, -1) is a programmer error and throws a `RangeError`, as a
+ * non-finite `afterMillis` does.
  *
  * @example
  * ```ts
@@ -677,8 +705,11 @@ export const nextN: {
   (afterMillis: number, count: number): (self: QuartzCron) => ReadonlyArray<number>
   (self: QuartzCron, afterMillis: number, count: number): ReadonlyArray<number>
 } = dual(3, (self: QuartzCron, afterMillis: number, count: number): ReadonlyArray<number> => {
+  if (!(Number.isSafeInteger(count) && count >= 0)) {
+    throw new RangeError(`QuartzCron.nextN: count must be a whole number >= 0, got ${count}`)
+  }
   const fires: Array<number> = []
-  if (count < 1) return fires
+  if (count === 0) return fires
   for (const fire of iterate(self, afterMillis)) {
     fires.push(fire)
     if (fires.length >= count) break

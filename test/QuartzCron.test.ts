@@ -4,6 +4,7 @@ import * as Either from "effect/Either"
 import * as Equal from "effect/Equal"
 import { pipe } from "effect/Function"
 import * as Option from "effect/Option"
+import { firstInstantAfter } from "../src/internal/cronInstant.js"
 import * as QuartzCron from "../src/QuartzCron.js"
 import { InvalidCronExpression } from "../src/TimerError.js"
 
@@ -662,6 +663,48 @@ describe("QuartzCron", () => {
 
     it("next rejects a non-finite reference as a defect", () => {
       assert.throws(() => QuartzCron.next(cron, Number.NaN), RangeError)
+    })
+
+    it("nextN rejects a count that is not a whole number >= 0 (NaN used to loop forever)", () => {
+      for (const count of [Number.NaN, Number.POSITIVE_INFINITY, 1.5, -1]) {
+        assert.throws(() => QuartzCron.nextN(cron, after, count), RangeError, "count must be a whole number >= 0")
+      }
+      assert.deepStrictEqual(QuartzCron.nextN(cron, after, 0), [])
+    })
+  })
+
+  describe("wrong types from JavaScript callers", () => {
+    const rejected: ReadonlyArray<readonly [label: string, expression: unknown, options: unknown, reason: string]> = [
+      ["an undefined expression", undefined, undefined, "the expression must be a string"],
+      ["a number as the expression", 42, undefined, "got number 42"],
+      ["null options", "0 0 * * * ?", null, "the options must be an object"],
+      ["a zone name instead of options", "0 0 * * * ?", "UTC", 'such as { timeZone: "Europe/Berlin" }, got "UTC"'],
+      ["a number as the zone", "0 0 * * * ?", { timeZone: 1 }, "the time zone must be an IANA name"],
+      ["an empty zone", "0 0 * * * ?", { timeZone: "" }, "unknown time zone ''"],
+      ["a blank zone", "0 0 * * * ?", { timeZone: "  " }, "unknown time zone"]
+    ]
+    for (const [label, expression, options, reason] of rejected) {
+      it(`${label} is an InvalidCronExpression, not a defect`, () => {
+        const parsed = QuartzCron.parse(expression as string, options as QuartzCron.ParseOptions)
+        if (Either.isRight(parsed)) return assert.fail("expected a rejection")
+        assert.strictEqual(parsed.left._tag, "InvalidCronExpression")
+        assert.include(parsed.left.message, reason)
+      })
+    }
+  })
+
+  describe("firstInstantAfter (shared by the timer APIs that arm a cron)", () => {
+    it("is the next instant, or InvalidCronExpression saying it has no instant after now", () => {
+      const now = Date.parse("2026-01-15T10:07:00Z")
+      const hourly = parseOrThrow("0 0 * * * ?", "UTC")
+      assert.deepStrictEqual(firstInstantAfter(hourly, now), Either.right(Date.parse("2026-01-15T11:00:00Z")))
+      // parsing is time-independent: a cron whose years have passed parses
+      const past = parseOrThrow("0 0 0 1 1 ? 1999", "UTC")
+      const none = firstInstantAfter(past, now)
+      if (Either.isRight(none)) return assert.fail("expected no instant")
+      assert.strictEqual(none.left._tag, "InvalidCronExpression")
+      assert.strictEqual(none.left.expression, "0 0 0 1 1 ? 1999")
+      assert.include(none.left.message, "it has no instant after now (2026-01-15T10:07:00.000Z)")
     })
   })
 })
