@@ -15,11 +15,14 @@ import type {
   InvalidCronExpression,
   InvalidTimerDelay,
   InvalidTimerInterval,
+  InvalidTimerOptions,
   ScheduledReferenceNotFound
 } from "./TimerError.js"
 
 /**
- * Options of one timer; combine several by passing them one after the other.
+ * Options of one timer; combine several by passing them one after the other. They are checked when the timer is
+ * scheduled: an option that is not one of these, or has a value of the wrong kind, fails the schedule call with
+ * `TimerError.InvalidTimerOptions` rather than being ignored.
  *
  * @since 0.1.0
  * @category models
@@ -27,12 +30,13 @@ import type {
 export interface TimerOptions {
   /**
    * The timer's reference, scoped to the grain; reusing one cancels and replaces that timer. Without one the grain
-   * makes one up (`$timer-1`, `$timer-2`, ...): references starting with `$` are reserved for those.
+   * makes one up (`$timer-1`, `$timer-2`, ...): references starting with `$` are reserved for those. Not empty or
+   * blank.
    */
   readonly reference?: string
   /** Ticks count as activity for idle passivation (default: false). */
   readonly keepAlive?: boolean
-  /** IANA zone for cron timers (default: the process's local zone). */
+  /** IANA zone for cron timers (default: the process's local zone); only `scheduleWithCron` accepts it. */
   readonly timeZone?: string
 }
 
@@ -67,7 +71,8 @@ export const withTimerReference = (reference: string): TimerOptions => ({ refere
 export const withTimerKeepAlive = (): TimerOptions => ({ keepAlive: true })
 
 /**
- * Evaluates a cron timer in `timeZone`.
+ * Evaluates a cron timer in `timeZone`. Only `scheduleWithCron` takes it (the other timers fail with
+ * `TimerError.InvalidTimerOptions`); an unknown zone fails `scheduleWithCron` with `InvalidCronExpression`.
  *
  * @example
  * ```ts
@@ -108,19 +113,22 @@ export interface GrainTimers<Msg> {
     message: Msg,
     delay: Duration.DurationInput,
     ...options: ReadonlyArray<TimerOptions>
-  ) => Effect.Effect<string, GrainTimersStopped | InvalidTimerDelay>
+  ) => Effect.Effect<string, GrainTimersStopped | InvalidTimerDelay | InvalidTimerOptions>
   /** Delivers `message` every `interval` at a fixed cadence from registration (ticks may queue, never overlap). */
   readonly schedule: (
     message: Msg,
     interval: Duration.DurationInput,
     ...options: ReadonlyArray<TimerOptions>
-  ) => Effect.Effect<string, GrainTimersStopped | InvalidTimerInterval>
-  /** Delivers `message` at each instant of a Quartz cron expression. */
+  ) => Effect.Effect<string, GrainTimersStopped | InvalidTimerInterval | InvalidTimerOptions>
+  /**
+   * Delivers `message` at each instant of a Quartz cron expression. An expression that does not parse, an unknown
+   * zone, and an expression with no instant after now (`0 0 0 1 1 ? 1999`) fail with `InvalidCronExpression`.
+   */
   readonly scheduleWithCron: (
     message: Msg,
     expression: string,
     ...options: ReadonlyArray<TimerOptions>
-  ) => Effect.Effect<string, GrainTimersStopped | InvalidCronExpression>
+  ) => Effect.Effect<string, GrainTimersStopped | InvalidCronExpression | InvalidTimerOptions>
   /** Cancels a timer and drops its queued ticks. */
   readonly cancelSchedule: (reference: string) => Effect.Effect<void, GrainTimersStopped | ScheduledReferenceNotFound>
   /** The active timers, in registration order. */

@@ -103,6 +103,37 @@ export class GrainTimersStopped extends Data.TaggedError("GrainTimersStopped")<{
 }
 
 /**
+ * A timer option was not usable: not one of `reference`, `keepAlive` and `timeZone`, a value of the wrong kind, an
+ * empty, blank or `$`-prefixed reference, or a `timeZone` on a timer that is not a cron timer. `option` names it.
+ * Nothing is scheduled.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { type Grain, GrainTimers } from "tickwork"
+ *
+ * const start = (props: Grain.GrainProps<"poll">) =>
+ *   props.schedule("poll", "1 minute", GrainTimers.withTimeZone("Europe/Berlin")).pipe(
+ *     // a zone only applies to cron timers: "invalid timer option timeZone for grain ...: ..."
+ *     Effect.catchTag("InvalidTimerOptions", (error) => Effect.logWarning(error.message))
+ *   )
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidTimerOptions extends Data.TaggedError("InvalidTimerOptions")<{
+  readonly grain: string
+  /** The option at fault: `reference`, `keepAlive`, `timeZone`, an unknown key, or `options` for a non-object. */
+  readonly option: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `invalid timer option ${this.option} for grain ${this.grain}: ${this.reason}`
+  }
+}
+
+/**
  * No active timer has this reference: it was never registered, was cancelled, or is a one-shot that already fired.
  *
  * @example
@@ -205,6 +236,7 @@ export type TimerError =
   | InvalidTimerInterval
   | InvalidCronExpression
   | GrainTimersStopped
+  | InvalidTimerOptions
   | ScheduledReferenceNotFound
   | InvalidTimerTarget
   | InvalidTimerReference

@@ -752,6 +752,142 @@ describe("Grains", () => {
 })
 
 describe("bad input", () => {
+  /** Runs a schedule call in the grain and returns its error (the call must fail), after checking nothing is armed. */
+  const rejected = (
+    kind: Grain.Grain<Msg, number, unknown, never>,
+    f: (ctx: Grain.GrainContext<Msg>) => Effect.Effect<unknown, unknown>
+  ) =>
+    Effect.gen(function* () {
+      const result = yield* run(kind, f)
+      assert.strictEqual(result._tag, "Left", "the call must fail")
+      assert.deepStrictEqual((yield* run(kind, (ctx) => ctx.timers)).right, [], "nothing was registered")
+      return result.left as { readonly _tag: string; readonly message: string; readonly option?: string }
+    })
+
+  it.effect("an interval below the engine's 1 ms resolution is InvalidTimerInterval", () =>
+    withGrain({ passivation: Passivation.never }, (_probe, kind) =>
+      Effect.gen(function* () {
+        for (const interval of [0.001, 0.999, "500 micros"] as const) {
+          const error = yield* rejected(kind, (ctx) => ctx.schedule(tick("x"), interval))
+          assert.strictEqual(error._tag, "InvalidTimerInterval")
+          assert.include(error.message, "must be at least 1 ms")
+        }
+        assert.strictEqual((yield* run(kind, (ctx) => ctx.schedule(tick("x"), 1)))._tag, "Right", "1 ms is fine")
+      })
+    )
+  )
+
+  it.effect("a cron with no instant after now is InvalidCronExpression, not a timer that never fires", () =>
+    withGrain({ passivation: Passivation.never }, (_probe, kind) =>
+      Effect.gen(function* () {
+        yield* TestClock.setTime(Date.parse("2026-03-01T00:00:00Z"))
+        const error = yield* rejected(kind, (ctx) =>
+          ctx.scheduleWithCron(tick("x"), "0 0 0 1 1 ? 1999", GrainTimers.withTimeZone("UTC"))
+        )
+        assert.strictEqual(error._tag, "InvalidCronExpression")
+        assert.include(error.message, "it has no instant after now (2026-03-01T00:00:00.000Z)")
+        // the same expression with a year still ahead is accepted
+        const ahead = yield* run(kind, (ctx) => ctx.scheduleWithCron(tick("x"), "0 0 0 1 1 ? 2099"))
+        assert.strictEqual(ahead._tag, "Right")
+      })
+    )
+  )
+
+  it.effect("withTimeZone on a timer that is not a cron timer is InvalidTimerOptions naming the option", () =>
+    withGrain({ passivation: Passivation.never }, (_probe, kind) =>
+      Effect.gen(function* () {
+        const zone = GrainTimers.withTimeZone("Europe/Berlin")
+        for (const f of [
+          (ctx: Grain.GrainContext<Msg>) => ctx.schedule(tick("x"), "1 second", zone),
+          (ctx: Grain.GrainContext<Msg>) => ctx.scheduleOnce(tick("x"), "1 second", zone)
+        ]) {
+          const error = yield* rejected(kind, f)
+          assert.strictEqual(error._tag, "InvalidTimerOptions")
+          assert.strictEqual(error.option, "timeZone")
+          assert.include(
+            error.message,
+            "invalid timer option timeZone for grain subject/k: applies to cron timers only"
+          )
+        }
+      })
+    )
+  )
+
+  it.effect("an empty, blank, reserved or non-string reference is InvalidTimerOptions", () =>
+    withGrain({ passivation: Passivation.never }, (_probe, kind) =>
+      Effect.gen(function* () {
+        const cases: ReadonlyArray<readonly [unknown, string]> = [
+          ["", 'must be a non-empty string, got ""'],
+          ["   ", 'must be a non-empty string, got "   "'],
+          [undefined, "must be a non-empty string, got undefined undefined"],
+          [42, "must be a non-empty string, got number 42"],
+          ["$timer-1", 'references starting with "$" are reserved']
+        ]
+        for (const [reference, reason] of cases) {
+          const error = yield* rejected(kind, (ctx) =>
+            ctx.schedule(tick("x"), "1 second", GrainTimers.withTimerReference(reference as string))
+          )
+          assert.strictEqual(error._tag, "InvalidTimerOptions")
+          assert.strictEqual(error.option, "reference")
+          assert.include(error.message, reason)
+        }
+      })
+    )
+  )
+
+  it.effect("unknown options, options of the wrong kind and non-object options are InvalidTimerOptions", () =>
+    withGrain({ passivation: Passivation.never }, (_probe, kind) =>
+      Effect.gen(function* () {
+        const cases: ReadonlyArray<readonly [unknown, string, string]> = [
+          [{ refernce: "poll" }, "refernce", "is not a grain timer option (reference, keepAlive, timeZone)"],
+          [{ keepAlive: "yes" }, "keepAlive", 'must be true or false, got "yes"'],
+          ["poll", "options", 'each option must be an object such as withTimerReference("poll"), got "poll"'],
+          [null, "options", "got null"],
+          [["poll"], "options", "each option must be an object"]
+        ]
+        for (const [option, name, reason] of cases) {
+          const error = yield* rejected(kind, (ctx) =>
+            ctx.scheduleOnce(tick("x"), "1 second", option as GrainTimers.TimerOptions)
+          )
+          assert.strictEqual(error._tag, "InvalidTimerOptions")
+          assert.strictEqual(error.option, name)
+          assert.include(error.message, reason)
+        }
+      })
+    )
+  )
+
+  it.effect(
+    "a cron timer's zone: a non-string is InvalidTimerOptions, an unknown IANA name InvalidCronExpression",
+    () =>
+      withGrain({ passivation: Passivation.never }, (_probe, kind) =>
+        Effect.gen(function* () {
+          const notAString = yield* rejected(kind, (ctx) =>
+            ctx.scheduleWithCron(tick("x"), "0 0 * * * ?", GrainTimers.withTimeZone(1 as unknown as string))
+          )
+          assert.strictEqual(notAString._tag, "InvalidTimerOptions")
+          assert.include(notAString.message, "must be an IANA zone name, got number 1")
+          for (const zone of ["Mars/Olympus_Mons", ""]) {
+            const unknown = yield* rejected(kind, (ctx) =>
+              ctx.scheduleWithCron(tick("x"), "0 0 * * * ?", GrainTimers.withTimeZone(zone))
+            )
+            assert.strictEqual(unknown._tag, "InvalidCronExpression")
+            assert.include(unknown.message, `unknown time zone '${zone}'`)
+          }
+        })
+      )
+  )
+
+  it.effect("a cron expression that is not a string is InvalidCronExpression (was a defect)", () =>
+    withGrain({ passivation: Passivation.never }, (_probe, kind) =>
+      Effect.gen(function* () {
+        const error = yield* rejected(kind, (ctx) => ctx.scheduleWithCron(tick("x"), undefined as unknown as string))
+        assert.strictEqual(error._tag, "InvalidCronExpression")
+        assert.include(error.message, "the expression must be a string")
+      })
+    )
+  )
+
   it.effect("Grains.ask with a timeout of 'soon', -1, NaN, Infinity or 0 is InvalidTimerDelay and sends nothing", () =>
     withGrain({ passivation: Passivation.never }, (probe, kind) =>
       Effect.gen(function* () {

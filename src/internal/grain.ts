@@ -34,11 +34,13 @@ import {
   type InvalidCronExpression,
   type InvalidTimerDelay,
   type InvalidTimerInterval,
+  InvalidTimerOptions,
   ScheduledReferenceNotFound
 } from "../TimerError.js"
 import { type ActorCell, type CellRef, cellOf } from "./actorCell.js"
 import { type ActorHooks, withHooks } from "./actorHooks.js"
 import { spawnOwned } from "./actorSystem.js"
+import { firstInstantAfter } from "./cronInstant.js"
 import { delayMillis, intervalMillis } from "./duration.js"
 import { GrainTimer, type TimerOwner, type Trigger } from "./grainTimer.js"
 import { Latch } from "./latch.js"
@@ -89,7 +91,53 @@ type Signal =
 
 const NO_ERR: Signal = { _tag: "reply", value: undefined }
 
-const mergeOptions = (options: ReadonlyArray<TimerOptions>): TimerOptions => Object.assign({}, ...options)
+const OPTION_KEYS = ["reference", "keepAlive", "timeZone"]
+
+const shown = (value: unknown): string =>
+  typeof value === "string" ? JSON.stringify(value) : value === null ? "null" : `${typeof value} ${String(value)}`
+
+/**
+ * The options of one schedule call, merged and checked: what a JavaScript caller gets wrong (a typo, a value of the
+ * wrong kind, a string where an option goes) is a typed error naming the option, never ignored.
+ */
+const checkOptions = (
+  grain: string,
+  options: ReadonlyArray<unknown>,
+  cron: boolean
+): Either.Either<TimerOptions, InvalidTimerOptions> => {
+  const fail = (option: string, reason: string) => Either.left(new InvalidTimerOptions({ grain, option, reason }))
+  const merged: { reference?: string; keepAlive?: boolean; timeZone?: string } = {}
+  for (const option of options) {
+    if (typeof option !== "object" || option === null || Array.isArray(option)) {
+      return fail("options", `each option must be an object such as withTimerReference("poll"), got ${shown(option)}`)
+    }
+    for (const [key, value] of Object.entries(option)) {
+      switch (key) {
+        case "reference":
+          if (typeof value !== "string" || value.trim() === "") {
+            return fail(key, `must be a non-empty string, got ${shown(value)}`)
+          }
+          if (value.startsWith("$")) {
+            return fail(key, `"${value}": references starting with "$" are reserved for generated ones`)
+          }
+          merged.reference = value
+          break
+        case "keepAlive":
+          if (typeof value !== "boolean") return fail(key, `must be true or false, got ${shown(value)}`)
+          merged.keepAlive = value
+          break
+        case "timeZone":
+          if (!cron) return fail(key, "applies to cron timers only (scheduleWithCron); this timer has no time zone")
+          if (typeof value !== "string") return fail(key, `must be an IANA zone name, got ${shown(value)}`)
+          merged.timeZone = value
+          break
+        default:
+          return fail(key, `is not a grain timer option (${OPTION_KEYS.join(", ")})`)
+      }
+    }
+  }
+  return Either.right(merged)
+}
 
 /**
  * One activation of a grain, and the book of its timers by reference (a base class: see `TimerBook`). What most
@@ -323,19 +371,21 @@ class Activation extends TimerBook<string, GrainTimer> implements TimerOwner {
     this.cell!.lastActivity = this.driver.now()
   }
 
-  register(
+  /** Registers a timer whose options and trigger `make` checked at `now`. */
+  register<E>(
     message: unknown,
-    trigger: Either.Either<Trigger, any>,
-    options: ReadonlyArray<TimerOptions>
-  ): Effect.Effect<string, any> {
-    return Effect.suspend(() => {
+    make: (now: number) => Either.Either<readonly [Trigger, TimerOptions], E>
+  ): Effect.Effect<string, GrainTimersStopped | E> {
+    return Effect.suspend((): Effect.Effect<string, GrainTimersStopped | E> => {
       if (this.timersStopped || this.phase === "gone") return Effect.fail(new GrainTimersStopped({ grain: this.name }))
-      if (Either.isLeft(trigger)) return Effect.fail(trigger.left)
-      const { keepAlive = false, reference = `$timer-${++this.timerSeq}` } = mergeOptions(options)
+      const now = this.driver.now()
+      const made = make(now)
+      if (Either.isLeft(made)) return Effect.fail(made.left)
+      const [trigger, options] = made.right
+      const { keepAlive = false, reference = `$timer-${++this.timerSeq}` } = options
       const previous = this.getTimer(reference)
       if (previous !== undefined) this.forget(previous)
-      const now = this.driver.now()
-      const timer = new GrainTimer(this, reference, message, trigger.right, keepAlive, now)
+      const timer = new GrainTimer(this, reference, message, trigger, keepAlive, now)
       this.setTimer(reference, timer)
       if (keepAlive) this.keepAliveCheck()
       if (this.phase === "active") this.arm(timer, now)
@@ -403,11 +453,11 @@ class ActivationProps implements GrainProps<unknown> {
     message: unknown,
     delay: Duration.DurationInput,
     ...options: ReadonlyArray<TimerOptions>
-  ): Effect.Effect<string, GrainTimersStopped | InvalidTimerDelay> {
-    return this.activation.register(
-      message,
-      Either.map(delayMillis(delay), (d): Trigger => ({ _tag: "once", delay: d })),
-      options
+  ): Effect.Effect<string, GrainTimersStopped | InvalidTimerDelay | InvalidTimerOptions> {
+    return this.activation.register(message, () =>
+      Either.flatMap(checkOptions(this.activation.name, options, false), (checked) =>
+        Either.map(delayMillis(delay), (d) => [{ _tag: "once", delay: d }, checked] as const)
+      )
     )
   }
 
@@ -415,11 +465,11 @@ class ActivationProps implements GrainProps<unknown> {
     message: unknown,
     interval: Duration.DurationInput,
     ...options: ReadonlyArray<TimerOptions>
-  ): Effect.Effect<string, GrainTimersStopped | InvalidTimerInterval> {
-    return this.activation.register(
-      message,
-      Either.map(intervalMillis(interval), (i): Trigger => ({ _tag: "interval", interval: i })),
-      options
+  ): Effect.Effect<string, GrainTimersStopped | InvalidTimerInterval | InvalidTimerOptions> {
+    return this.activation.register(message, () =>
+      Either.flatMap(checkOptions(this.activation.name, options, false), (checked) =>
+        Either.map(intervalMillis(interval), (i) => [{ _tag: "interval", interval: i }, checked] as const)
+      )
     )
   }
 
@@ -427,13 +477,15 @@ class ActivationProps implements GrainProps<unknown> {
     message: unknown,
     expression: string,
     ...options: ReadonlyArray<TimerOptions>
-  ): Effect.Effect<string, GrainTimersStopped | InvalidCronExpression> {
-    const { timeZone } = mergeOptions(options)
-    const parsed = QuartzCron.parse(expression, timeZone === undefined ? undefined : { timeZone })
-    return this.activation.register(
-      message,
-      Either.map(parsed, (cron): Trigger => ({ _tag: "cron", cron })),
-      options
+  ): Effect.Effect<string, GrainTimersStopped | InvalidCronExpression | InvalidTimerOptions> {
+    return this.activation.register(message, (now) =>
+      Either.flatMap(checkOptions(this.activation.name, options, true), (checked) =>
+        Either.flatMap(
+          QuartzCron.parse(expression, checked.timeZone === undefined ? undefined : { timeZone: checked.timeZone }),
+          // a cron with no instant after now would be "active" and never fire
+          (cron) => Either.map(firstInstantAfter(cron, now), () => [{ _tag: "cron", cron }, checked] as const)
+        )
+      )
     )
   }
 
