@@ -55,7 +55,7 @@ export interface GrainProps<Msg> extends GrainTimers<Msg> {
     kind: Grain<M, any, any, any>,
     key: string,
     message: NoInfer<M>
-  ) => Effect.Effect<void, UnknownGrainKind>
+  ) => Effect.Effect<void, UnknownGrainKind | InvalidGrainKey>
   /** Tells an actor. */
   readonly tellActor: <M>(actor: ActorRef<M>, message: NoInfer<M>) => Effect.Effect<void>
 }
@@ -125,7 +125,9 @@ const Proto = {
 }
 
 /**
- * Defines a grain kind: give the message type, then the handlers. The state type is inferred from `onActivate`.
+ * Defines a grain kind: give the message type, then the handlers. The state type is inferred from `onActivate`. A
+ * data constructor: it never throws. `Grains.layer` checks the kind (a non-empty name, handlers that are functions, a
+ * usable passivation, a mailbox capacity that is a whole number >= 1) and fails with `InvalidGrainKind` otherwise.
  *
  * @example
  * ```ts
@@ -154,18 +156,15 @@ const Proto = {
 export const make =
   <Msg>() =>
   <S = void, E = never, R = never>(handlers: Handlers<Msg, S, E, R>): Grain<Msg, S, E, R> => {
-    if (handlers.name.length === 0) throw new RangeError("a grain kind needs a non-empty name")
-    const capacity = handlers.mailboxCapacity
-    if (capacity !== undefined && !(Number.isInteger(capacity) && capacity > 0)) {
-      throw new RangeError(`mailbox capacity must be a positive integer, got ${capacity}`)
-    }
+    // a JavaScript caller may pass nothing: `Grains.layer` then reports the missing name
+    const given: Partial<Handlers<Msg, S, E, R>> = handlers ?? {}
     return Object.assign(Object.create(Proto), {
-      name: handlers.name,
-      onActivate: handlers.onActivate ?? ((() => Effect.void) as never),
-      onReceive: handlers.onReceive,
-      onDeactivate: handlers.onDeactivate ?? (() => Effect.void),
-      passivation: handlers.passivation,
-      mailboxCapacity: capacity
+      name: given.name,
+      onActivate: given.onActivate ?? ((() => Effect.void) as never),
+      onReceive: given.onReceive,
+      onDeactivate: given.onDeactivate ?? (() => Effect.void),
+      passivation: given.passivation,
+      mailboxCapacity: given.mailboxCapacity
     })
   }
 
@@ -200,6 +199,76 @@ export const isGrain = (u: unknown): u is Grain<unknown, unknown, unknown, unkno
 export class UnknownGrainKind extends Data.TaggedError("UnknownGrainKind")<{ readonly kind: string }> {
   override get message(): string {
     return `grain kind "${this.kind}" is not registered in the Grains layer`
+  }
+}
+
+/**
+ * `Grains.layer` was given a kind it cannot run: not made by `Grain.make`, an empty or blank name, a name given twice,
+ * a handler that is not a function, an unusable passivation (`Passivation.idle("soon")`, `messageCount(0)`), or a
+ * mailbox capacity that is not a whole number >= 1. `field` names what is wrong; the layer fails and starts nothing.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import { ActorSystem, Grain, Grains, Passivation } from "tickwork"
+ *
+ * const Echo = Grain.make<string>()({
+ *   name: "echo",
+ *   passivation: Passivation.messageCount(0),
+ *   onReceive: (ctx) => ctx.reply(ctx.message)
+ * })
+ *
+ * const program = Grains.ask(Echo, "a", "hello").pipe(
+ *   Effect.provide(Grains.layer([Echo]).pipe(Layer.provideMerge(ActorSystem.layer({ name: "app" })))),
+ *   // "invalid grain kind echo (passivation): the message count must be a whole number >= 1, got number 0"
+ *   Effect.catchTag("InvalidGrainKind", (error) => Effect.logError(error.message))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidGrainKind extends Data.TaggedError("InvalidGrainKind")<{
+  /** The kind's name, as given. */
+  readonly kind: string
+  /** What is wrong: `kind`, `name`, `onActivate`, `onReceive`, `onDeactivate`, `passivation` or `mailboxCapacity`. */
+  readonly field: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `invalid grain kind ${this.kind} (${this.field}): ${this.reason}`
+  }
+}
+
+/**
+ * A grain was addressed with a key that is not a non-empty string (an id that was `undefined`, a number, `""`).
+ * Nothing is sent and no grain is activated: a key is never converted.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Grain, Grains } from "tickwork"
+ *
+ * const Device = Grain.make<"ping">()({ name: "device", onReceive: () => Effect.void })
+ * const ids = new Map<string, string>()
+ *
+ * const ping = (user: string) =>
+ *   Grains.tell(Device, ids.get(user)!, "ping").pipe(
+ *     Effect.catchTag("InvalidGrainKey", (error) => Effect.logWarning(error.message))
+ *   )
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidGrainKey extends Data.TaggedError("InvalidGrainKey")<{
+  readonly kind: string
+  /** The key as given, shown as text. */
+  readonly key: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `invalid key ${this.key} for grain kind ${this.kind}: ${this.reason}`
   }
 }
 

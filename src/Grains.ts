@@ -4,27 +4,58 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
+import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import { AskTimeout } from "./ActorRef.js"
 import { ActorSystem } from "./ActorSystem.js"
-import type { Grain, UnknownGrainKind } from "./Grain.js"
+import type { Grain, InvalidGrainKey, InvalidGrainKind, UnknownGrainKind } from "./Grain.js"
 import type { TimerInfo } from "./GrainTimers.js"
 import { askTimeoutMillis } from "./internal/askTimeout.js"
-import { type GrainAskError, GrainRegistry, kindsByName } from "./internal/grain.js"
+import { type GrainAskError, GrainRegistry, keyProblem, resolveKinds } from "./internal/grain.js"
+import { problemOf as passivationProblem } from "./internal/passivation.js"
+import { shown } from "./internal/shown.js"
 import * as Passivation from "./Passivation.js"
 import type { InvalidTimerDelay } from "./TimerError.js"
 
 /**
- * Why an `ask` to a grain failed. `InvalidTimerDelay`: the timeout is not a positive finite duration (nothing was
- * sent).
+ * Why an `ask` to a grain failed. `InvalidTimerDelay`: the timeout is not a positive finite duration;
+ * `InvalidGrainKey`: the key is not a non-empty string (nothing was sent in either case).
  *
  * @since 0.1.0
  * @category errors
  */
-export type AskError = GrainAskError | AskTimeout | InvalidTimerDelay
+export type AskError = GrainAskError | AskTimeout | InvalidTimerDelay | InvalidGrainKey
+
+/**
+ * The options of `Grains.layer` are not usable: the kinds are not an array, an option is unknown, or the default
+ * `passivation` is not usable (`Passivation.idle("soon")`). `option` names it; the layer fails and starts nothing.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import { ActorSystem, Grains, Passivation } from "tickwork"
+ *
+ * const GrainsLive = Grains.layer([], { passivation: Passivation.idle("soon") }).pipe(
+ *   Layer.provideMerge(ActorSystem.layer({ name: "app" }))
+ * )
+ * // fails with "invalid Grains option passivation: Passivation.idle: the timeout \"soon\" is not a duration ..."
+ * const program = Effect.void.pipe(Effect.provide(GrainsLive))
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidGrainsOptions extends Data.TaggedError("InvalidGrainsOptions")<{
+  readonly option: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `invalid Grains option ${this.option}: ${this.reason}`
+  }
+}
 
 /**
  * The service.
@@ -33,12 +64,12 @@ export type AskError = GrainAskError | AskTimeout | InvalidTimerDelay
  * @category models
  */
 export interface GrainsService {
-  /** Sends `message` to the grain (kind, key), activating it if needed. */
+  /** Sends `message` to the grain (kind, key), activating it if needed. The key must be a non-empty string. */
   readonly tell: <Msg>(
     kind: Grain<Msg, any, any, any>,
     key: string,
     message: NoInfer<Msg>
-  ) => Effect.Effect<void, UnknownGrainKind>
+  ) => Effect.Effect<void, UnknownGrainKind | InvalidGrainKey>
   /**
    * Sends `message` and waits for the grain's signal: `reply(value)` succeeds with `value`, `noErr` (or no signal)
    * with undefined. The timeout (default 5 seconds) does not interrupt the grain's handler; one that is not a
@@ -54,7 +85,7 @@ export interface GrainsService {
   readonly timers: (
     kind: Grain<any, any, any, any>,
     key: string
-  ) => Effect.Effect<ReadonlyArray<TimerInfo>, UnknownGrainKind>
+  ) => Effect.Effect<ReadonlyArray<TimerInfo>, UnknownGrainKind | InvalidGrainKey>
   /** True while an activation of (kind, key) is active. */
   readonly isActive: (kind: Grain<any, any, any, any>, key: string) => Effect.Effect<boolean>
   /** The number of activations, including those activating or deactivating. */
@@ -88,11 +119,36 @@ export interface Options {
   readonly passivation?: Passivation.Passivation
 }
 
+/** The default passivation, checked; unknown options are errors too (a misspelt one would be ignored). */
+const checkOptions = (options: unknown): Either.Either<Passivation.Passivation, InvalidGrainsOptions> => {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    return Either.left(
+      new InvalidGrainsOptions({
+        option: "options",
+        reason: `must be an object such as { passivation: Passivation.idle("5 minutes") }, got ${shown(options)}`
+      })
+    )
+  }
+  for (const key of Object.keys(options)) {
+    if (key !== "passivation") {
+      return Either.left(new InvalidGrainsOptions({ option: key, reason: "is not a Grains option (passivation)" }))
+    }
+  }
+  const passivation = (options as Options).passivation
+  if (passivation === undefined) return Either.right(Passivation.defaultStrategy)
+  const problem = passivationProblem(passivation)
+  return problem === undefined
+    ? Either.right(passivation)
+    : Either.left(new InvalidGrainsOptions({ option: "passivation", reason: problem }))
+}
+
 type KindRequirements<Kinds extends ReadonlyArray<Grain<any, any, any, any>>> =
   Kinds[number] extends Grain<any, any, any, infer R> ? R : never
 
 /**
- * Registers grain kinds on the current `ActorSystem`. Kind names must be unique (a duplicate throws).
+ * Registers grain kinds on the current `ActorSystem`. The kinds and options are checked first: a kind the layer cannot
+ * run (a duplicate or empty name, a handler that is not a function, an unusable passivation or mailbox capacity)
+ * fails the layer with `Grain.InvalidGrainKind`, a bad option with `InvalidGrainsOptions`.
  *
  * @example
  * ```ts
@@ -114,33 +170,44 @@ type KindRequirements<Kinds extends ReadonlyArray<Grain<any, any, any, any>>> =
 export const layer = <const Kinds extends ReadonlyArray<Grain<any, any, any, any>>>(
   kinds: Kinds,
   options: Options = {}
-): Layer.Layer<Grains, never, ActorSystem | KindRequirements<Kinds>> =>
+): Layer.Layer<Grains, InvalidGrainKind | InvalidGrainsOptions, ActorSystem | KindRequirements<Kinds>> =>
   Layer.effect(
     Grains,
     Effect.gen(function* () {
-      const byName = kindsByName(kinds)
+      if (!Array.isArray(kinds)) {
+        return yield* new InvalidGrainsOptions({
+          option: "kinds",
+          reason: `must be an array of grain kinds, got ${shown(kinds)}`
+        })
+      }
+      const byName = yield* resolveKinds(kinds)
+      const passivation = yield* checkOptions(options)
       const system = yield* ActorSystem
       const runtime = yield* Effect.runtime<KindRequirements<Kinds>>()
-      const registry = new GrainRegistry(
-        system,
-        runtime as never,
-        byName,
-        options.passivation ?? Passivation.defaultStrategy
-      )
+      const registry = new GrainRegistry(system, runtime as never, byName, passivation)
       const service: GrainsService = {
-        tell: (kind, key, message) => registry.tell(kind, key, message),
+        tell: (kind, key, message) => {
+          const invalid = keyProblem(kind, key)
+          return invalid === undefined ? registry.tell(kind, key, message) : Effect.fail(invalid)
+        },
         ask: <A, Msg>(kind: Grain<Msg, any, any, any>, key: string, message: Msg, timeout?: Duration.DurationInput) =>
           Either.match(askTimeoutMillis(timeout, 5_000), {
-            onLeft: (error) => Effect.fail(error),
-            onRight: (timeoutMillis) =>
-              registry.ask(kind, key, message).pipe(
+            onLeft: (error): Effect.Effect<A | undefined, AskError> => Effect.fail(error),
+            onRight: (timeoutMillis) => {
+              const invalid = keyProblem(kind, key)
+              if (invalid !== undefined) return Effect.fail(invalid)
+              return registry.ask(kind, key, message).pipe(
                 Effect.timeoutFail({
                   duration: Duration.millis(timeoutMillis),
                   onTimeout: () => new AskTimeout({ recipient: `grain ${kind.name}/${key}`, timeoutMillis })
                 })
               ) as Effect.Effect<A | undefined, AskError>
+            }
           }),
-        timers: (kind, key) => registry.timersOf(kind, key),
+        timers: (kind, key) => {
+          const invalid = keyProblem(kind, key)
+          return invalid === undefined ? registry.timersOf(kind, key) : Effect.fail(invalid)
+        },
         isActive: (kind, key) => Effect.sync(() => registry.isActive(kind, key)),
         activations: Effect.sync(() => registry.size)
       }
@@ -171,7 +238,8 @@ export const tell = <Msg>(
   kind: Grain<Msg, any, any, any>,
   key: string,
   message: NoInfer<Msg>
-): Effect.Effect<void, UnknownGrainKind, Grains> => Effect.flatMap(Grains, (grains) => grains.tell(kind, key, message))
+): Effect.Effect<void, UnknownGrainKind | InvalidGrainKey, Grains> =>
+  Effect.flatMap(Grains, (grains) => grains.tell(kind, key, message))
 
 /**
  * Asks a grain through the `Grains` service in context.

@@ -4,7 +4,9 @@
  *
  * @since 0.1.0
  */
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
+import { intervalMillis } from "./internal/duration.js"
+import { unusable } from "./internal/passivation.js"
 
 /**
  * A passivation strategy.
@@ -23,8 +25,10 @@ export type Passivation =
   | { readonly _tag: "Never" }
 
 /**
- * Deactivate after `timeout` without messages. A timeout that is not a positive finite duration is a programmer
- * error and throws.
+ * Deactivate after `timeout` without messages. The timeout must be a finite duration of at least 1 ms (the timer
+ * engine's resolution); anything else (`"soon"`, 0, -1, NaN, Infinity) makes the layer that registers the strategy
+ * fail with a typed error naming it (`Grain.InvalidGrainKind` or `Grains.InvalidGrainsOptions`). This constructor
+ * never throws.
  *
  * @example
  * ```ts
@@ -37,15 +41,18 @@ export type Passivation =
  * @category constructors
  */
 export const idle = (timeout: Duration.DurationInput): Passivation => {
-  const timeoutMillis = Duration.toMillis(Duration.decode(timeout))
-  if (!(timeoutMillis > 0 && Number.isFinite(timeoutMillis))) {
-    throw new RangeError(`idle passivation timeout must be a positive finite duration, got ${String(timeout)}`)
-  }
-  return { _tag: "Idle", timeoutMillis }
+  const checked = intervalMillis(timeout)
+  return checked._tag === "Right"
+    ? { _tag: "Idle", timeoutMillis: checked.right }
+    : unusable(
+        { _tag: "Idle", timeoutMillis: checked.left.intervalMillis },
+        `Passivation.idle: the timeout ${checked.left.reason}`
+      )
 }
 
 /**
- * Deactivate after handling `count` messages (ticks included). `count` must be a positive integer, else it throws.
+ * Deactivate after handling `count` messages (ticks included). `count` must be a whole number >= 1; anything else
+ * makes the layer that registers the strategy fail with a typed error naming it. This constructor never throws.
  *
  * @example
  * ```ts
@@ -57,11 +64,7 @@ export const idle = (timeout: Duration.DurationInput): Passivation => {
  * @since 0.1.0
  * @category constructors
  */
-export const messageCount = (count: number): Passivation => {
-  if (!(Number.isInteger(count) && count > 0))
-    throw new RangeError(`message count must be a positive integer, got ${count}`)
-  return { _tag: "MessageCount", count }
-}
+export const messageCount = (count: number): Passivation => ({ _tag: "MessageCount", count })
 
 /**
  * Never passivate.

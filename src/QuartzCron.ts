@@ -41,6 +41,7 @@ import * as Inspectable from "effect/Inspectable"
 import * as Option from "effect/Option"
 import { type Pipeable, pipeArguments } from "effect/Pipeable"
 import * as Predicate from "effect/Predicate"
+import { shown } from "./internal/shown.js"
 import { InvalidCronExpression } from "./TimerError.js"
 
 /**
@@ -514,21 +515,18 @@ const build = (expression: string, timeZone: string | undefined): QuartzCronImpl
 /** What a JavaScript caller may pass instead of a string and an options object; undefined when the types are right. */
 const checkTypes = (expression: unknown, options: unknown): string | undefined => {
   if (typeof expression !== "string") {
-    return `the expression must be a string such as "0 0 12 ? * MON-FRI", got ${describeValue(expression)}`
+    return `the expression must be a string such as "0 0 12 ? * MON-FRI", got ${shown(expression)}`
   }
   if (options === undefined) return undefined
   if (typeof options !== "object" || options === null) {
-    return `the options must be an object such as { timeZone: "Europe/Berlin" }, got ${describeValue(options)}`
+    return `the options must be an object such as { timeZone: "Europe/Berlin" }, got ${shown(options)}`
   }
   const timeZone = (options as ParseOptions).timeZone
   if (timeZone !== undefined && typeof timeZone !== "string") {
-    return `the time zone must be an IANA name such as "Europe/Berlin", got ${describeValue(timeZone)}`
+    return `the time zone must be an IANA name such as "Europe/Berlin", got ${shown(timeZone)}`
   }
   return undefined
 }
-
-const describeValue = (value: unknown): string =>
-  typeof value === "string" ? JSON.stringify(value) : value === null ? "null" : `${typeof value} ${String(value)}`
 
 /**
  * Parses a Quartz cron expression, optionally for a named time zone.

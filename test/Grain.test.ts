@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Layer, Metric, TestClock } from "effect"
+import { Context, type Duration, Effect, Layer, Metric, TestClock } from "effect"
 import { ActorSystem, Grain, Grains, GrainTimers, Metrics, Passivation } from "tickwork"
 import { TestProbe } from "tickwork/testkit"
 import { captureLogs } from "./utils.js"
@@ -819,7 +819,7 @@ describe("bad input", () => {
         const cases: ReadonlyArray<readonly [unknown, string]> = [
           ["", 'must be a non-empty string, got ""'],
           ["   ", 'must be a non-empty string, got "   "'],
-          [undefined, "must be a non-empty string, got undefined undefined"],
+          [undefined, "must be a non-empty string, got undefined"],
           [42, "must be a non-empty string, got number 42"],
           ["$timer-1", 'references starting with "$" are reserved']
         ]
@@ -884,6 +884,137 @@ describe("bad input", () => {
         const error = yield* rejected(kind, (ctx) => ctx.scheduleWithCron(tick("x"), undefined as unknown as string))
         assert.strictEqual(error._tag, "InvalidCronExpression")
         assert.include(error.message, "the expression must be a string")
+      })
+    )
+  )
+
+  /** Builds a Grains layer and returns the error it fails with. */
+  const layerError = (kinds: unknown, options?: unknown) =>
+    Layer.build(
+      Grains.layer(kinds as ReadonlyArray<Grain.Grain<any, any, any, any>>, options as Grains.Options).pipe(
+        Layer.provide(ActorSystem.layer({ name: "bad-grains" }))
+      )
+    ).pipe(Effect.scoped, Effect.flip)
+
+  const echo = (fields: Record<string, unknown> = {}) =>
+    Grain.make<string>()({ name: "echo", onReceive: (ctx) => ctx.reply(ctx.message), ...fields })
+
+  it("Passivation constructors never throw, whatever they are given", () => {
+    for (const timeout of ["soon", 0, -1, Number.NaN, Number.POSITIVE_INFINITY, 0.5, undefined, {}]) {
+      assert.strictEqual(Passivation.idle(timeout as Duration.DurationInput)._tag, "Idle")
+    }
+    for (const count of [0, -1, 1.5, Number.NaN, "3"]) {
+      assert.strictEqual(Passivation.messageCount(count as number)._tag, "MessageCount")
+    }
+    // a usable strategy is plain data, as before
+    assert.deepStrictEqual(Passivation.idle("2 seconds"), { _tag: "Idle", timeoutMillis: 2000 })
+    const soon = Passivation.idle("soon" as Duration.DurationInput)
+    assert.deepStrictEqual(JSON.parse(JSON.stringify(soon)), { _tag: "Idle", timeoutMillis: null })
+  })
+
+  it.effect("an unusable passivation of a kind fails Grains.layer with InvalidGrainKind naming it", () =>
+    Effect.gen(function* () {
+      const cases: ReadonlyArray<readonly [Passivation.Passivation, string]> = [
+        [Passivation.idle("soon" as Duration.DurationInput), 'Passivation.idle: the timeout "soon" is not a duration'],
+        [Passivation.idle(0), "Passivation.idle: the timeout must be strictly positive"],
+        [Passivation.idle(-1), "Passivation.idle: the timeout must not be negative"],
+        [Passivation.idle(Number.NaN), "Passivation.idle: the timeout NaN is not a duration"],
+        [Passivation.idle(Number.POSITIVE_INFINITY), "Passivation.idle: the timeout must be finite"],
+        [Passivation.idle(0.5), "Passivation.idle: the timeout must be at least 1 ms"],
+        [Passivation.messageCount(0), "the message count must be a whole number >= 1, got number 0"],
+        [Passivation.messageCount(-1), "got number -1"],
+        [Passivation.messageCount(1.5), "got number 1.5"],
+        [Passivation.messageCount(Number.NaN), "got number NaN"],
+        [{ _tag: "Idle", timeoutMillis: -5 }, "the idle timeout must not be negative"],
+        ["Never" as unknown as Passivation.Passivation, '"Never" is not a passivation strategy'],
+        [{ _tag: "Sometimes" } as unknown as Passivation.Passivation, "it is not a passivation strategy"]
+      ]
+      for (const [passivation, reason] of cases) {
+        const error = yield* layerError([echo({ passivation })])
+        assert.strictEqual(error._tag, "InvalidGrainKind")
+        assert.strictEqual((error as Grain.InvalidGrainKind).field, "passivation")
+        assert.include(error.message, "invalid grain kind echo (passivation): ")
+        assert.include(error.message, reason)
+      }
+    })
+  )
+
+  it.effect("an unusable default passivation, unknown options and non-array kinds fail with InvalidGrainsOptions", () =>
+    Effect.gen(function* () {
+      const cases: ReadonlyArray<readonly [unknown, unknown, string]> = [
+        [
+          [echo()],
+          { passivation: Passivation.messageCount(0) },
+          "invalid Grains option passivation: the message count"
+        ],
+        [[echo()], { passivaton: Passivation.never }, "invalid Grains option passivaton: is not a Grains option"],
+        [[echo()], null, "invalid Grains option options: must be an object"],
+        [echo(), {}, "invalid Grains option kinds: must be an array of grain kinds, got an object"]
+      ]
+      for (const [kinds, options, message] of cases) {
+        const error = yield* layerError(kinds, options)
+        assert.strictEqual(error._tag, "InvalidGrainsOptions")
+        assert.include(error.message, message)
+      }
+    })
+  )
+
+  it.effect("a kind the layer cannot run fails Grains.layer with InvalidGrainKind (Grain.make never throws)", () =>
+    Effect.gen(function* () {
+      const cases: ReadonlyArray<readonly [unknown, string, string]> = [
+        [[echo({ name: "" })], "name", 'must be a non-empty string, got ""'],
+        [[echo({ name: "  " })], "name", "must be a non-empty string"],
+        [[echo({ name: 7 })], "name", "got number 7"],
+        [[Grain.make<string>()(undefined as never)], "name", "got undefined"],
+        [[echo(), echo()], "name", "the name is registered twice"],
+        [[echo({ onReceive: undefined })], "onReceive", "must be a function returning an Effect, got undefined"],
+        [
+          [echo({ onActivate: Effect.succeed(0) })],
+          "onActivate",
+          "must be a function returning an Effect, got an Effect"
+        ],
+        [[echo({ mailboxCapacity: 0 })], "mailboxCapacity", "must be a whole number >= 1, got number 0"],
+        [[echo({ mailboxCapacity: 1.5 })], "mailboxCapacity", "got number 1.5"],
+        [[echo({ mailboxCapacity: "10" })], "mailboxCapacity", 'got "10"'],
+        [
+          [{ name: "echo", onReceive: () => Effect.void }],
+          "kind",
+          "an object is not a grain kind: make one with Grain.make"
+        ]
+      ]
+      for (const [kinds, field, reason] of cases) {
+        const error = yield* layerError(kinds)
+        assert.strictEqual(error._tag, "InvalidGrainKind")
+        assert.strictEqual((error as Grain.InvalidGrainKind).field, field)
+        assert.include(error.message, reason)
+      }
+    })
+  )
+
+  it.effect("a key that is not a non-empty string is InvalidGrainKey: nothing is sent, no grain activates", () =>
+    withGrain({ passivation: Passivation.never }, (probe, kind) =>
+      Effect.gen(function* () {
+        const grains = yield* Grains.Grains
+        for (const key of [undefined, 42, "", null]) {
+          const told = yield* Effect.flip(Grains.tell(kind, key as string, tick("x")))
+          assert.strictEqual(told._tag, "InvalidGrainKey")
+          assert.include(told.message, "a grain key must be a non-empty string")
+          const asked = yield* Effect.flip(Grains.ask(kind, key as string, tick("x")))
+          assert.strictEqual(asked._tag, "InvalidGrainKey")
+          const timers = yield* Effect.flip(grains.timers(kind, key as string))
+          assert.strictEqual(timers._tag, "InvalidGrainKey")
+        }
+        const told = yield* Effect.flip(Grains.tell(kind, 42 as unknown as string, tick("x")))
+        assert.strictEqual(
+          told.message,
+          "invalid key number 42 for grain kind subject: a grain key must be a non-empty string"
+        )
+        assert.strictEqual(yield* grains.activations, 0)
+        assert.deepStrictEqual(yield* events(probe), [])
+        // and from inside a grain
+        const inside = yield* run(kind, (ctx) => ctx.tellGrain(kind, undefined as unknown as string, tick("x")))
+        assert.strictEqual(inside.left._tag, "InvalidGrainKey")
+        assert.strictEqual(yield* grains.activations, 1, "only the grain that ran the code")
       })
     )
   )

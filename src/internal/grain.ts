@@ -24,6 +24,9 @@ import {
   GrainMessageUnhandled,
   type GrainProps,
   GrainReplyError,
+  InvalidGrainKey,
+  InvalidGrainKind,
+  isGrain,
   UnknownGrainKind
 } from "../Grain.js"
 import type { TimerInfo, TimerOptions } from "../GrainTimers.js"
@@ -44,6 +47,8 @@ import { firstInstantAfter } from "./cronInstant.js"
 import { delayMillis, intervalMillis } from "./duration.js"
 import { GrainTimer, type TimerOwner, type Trigger } from "./grainTimer.js"
 import { Latch } from "./latch.js"
+import { problemOf as passivationProblem } from "./passivation.js"
+import { shown } from "./shown.js"
 import { TimerBook } from "./timerBook.js"
 
 /** The error an `ask` to a grain can fail with, besides the ask timeout. */
@@ -92,9 +97,6 @@ type Signal =
 const NO_ERR: Signal = { _tag: "reply", value: undefined }
 
 const OPTION_KEYS = ["reference", "keepAlive", "timeZone"]
-
-const shown = (value: unknown): string =>
-  typeof value === "string" ? JSON.stringify(value) : value === null ? "null" : `${typeof value} ${String(value)}`
 
 /**
  * The options of one schedule call, merged and checked: what a JavaScript caller gets wrong (a typo, a value of the
@@ -497,7 +499,13 @@ class ActivationProps implements GrainProps<unknown> {
     return Effect.sync(() => this.activation.listTimers())
   }
 
-  tellGrain<M>(kind: Grain<M, any, any, any>, key: string, message: M): Effect.Effect<void, UnknownGrainKind> {
+  tellGrain<M>(
+    kind: Grain<M, any, any, any>,
+    key: string,
+    message: M
+  ): Effect.Effect<void, UnknownGrainKind | InvalidGrainKey> {
+    const invalid = keyProblem(kind, key)
+    if (invalid !== undefined) return Effect.fail(invalid)
     const registry = this.activation.registry
     return registry.hooks.tellGrain === undefined
       ? registry.tell(kind, key, message)
@@ -753,15 +761,64 @@ export class GrainRegistry {
   }
 }
 
-/** Grain kinds by name; a name given twice is a defect (a programming error in the layer's kind list). */
-export const kindsByName = (kinds: Iterable<Grain<any, any, any, any>>): Map<string, Grain<any, any, any, any>> => {
+/** What is wrong with `kind` (the field and why), or undefined when the layer can run it. */
+const kindProblem = (kind: Grain<any, any, any, any>): readonly [string, string] | undefined => {
+  if (!isGrain(kind)) return ["kind", `${shown(kind)} is not a grain kind: make one with Grain.make`]
+  if (typeof kind.name !== "string" || kind.name.trim() === "") {
+    return ["name", `must be a non-empty string, got ${shown(kind.name)}`]
+  }
+  for (const handler of ["onActivate", "onReceive", "onDeactivate"] as const) {
+    const value: unknown = kind[handler]
+    if (typeof value !== "function") {
+      const what = Effect.isEffect(value) ? "an Effect" : shown(value)
+      return [handler, `must be a function returning an Effect, got ${what}`]
+    }
+  }
+  if (kind.passivation !== undefined) {
+    const problem = passivationProblem(kind.passivation)
+    if (problem !== undefined) return ["passivation", problem]
+  }
+  const capacity = kind.mailboxCapacity
+  if (capacity !== undefined && !(Number.isSafeInteger(capacity) && capacity > 0)) {
+    return ["mailboxCapacity", `must be a whole number >= 1, got ${shown(capacity)}`]
+  }
+  return undefined
+}
+
+/** Grain kinds by name, each checked; a name given twice is an `InvalidGrainKind` too. */
+export const resolveKinds = (
+  kinds: Iterable<Grain<any, any, any, any>>
+): Either.Either<Map<string, Grain<any, any, any, any>>, InvalidGrainKind> => {
   const byName = new Map<string, Grain<any, any, any, any>>()
   for (const kind of kinds) {
-    if (byName.has(kind.name)) throw new RangeError(`grain kind "${kind.name}" is registered twice`)
+    const problem = kindProblem(kind)
+    const name = String((kind as { readonly name?: unknown } | undefined)?.name)
+    if (problem !== undefined) {
+      return Either.left(new InvalidGrainKind({ kind: name, field: problem[0], reason: problem[1] }))
+    }
+    if (byName.has(kind.name)) {
+      return Either.left(new InvalidGrainKind({ kind: name, field: "name", reason: "the name is registered twice" }))
+    }
     byName.set(kind.name, kind)
   }
-  return byName
+  return Either.right(byName)
 }
+
+/** `resolveKinds` for callers without an error channel: a bad kind throws (a defect where the layer is built). */
+export const kindsByName = (kinds: Iterable<Grain<any, any, any, any>>): Map<string, Grain<any, any, any, any>> =>
+  Either.getOrElse(resolveKinds(kinds), (error) => {
+    throw new RangeError(error.message)
+  })
+
+/** Why `key` cannot address a grain, or undefined: keys are non-empty strings and are never converted. */
+export const keyProblem = (kind: Grain<any, any, any, any>, key: unknown): InvalidGrainKey | undefined =>
+  typeof key === "string" && key !== ""
+    ? undefined
+    : new InvalidGrainKey({
+        kind: String((kind as { readonly name?: unknown } | undefined)?.name),
+        key: shown(key),
+        reason: "a grain key must be a non-empty string"
+      })
 
 /** The key of a grain identity in maps of activations. */
 export const idOf = (kind: string, key: string): string => `${kind}\u0000${key}`
