@@ -187,8 +187,36 @@ export class SpotStopped extends Data.TaggedError("SpotStopped")<{ readonly path
 }
 
 /**
+ * `spawn` was given options it cannot use: not an object, without `initialState`, with an unknown option (a typo would
+ * otherwise be ignored), or with an `onStart` or `onStop` that is not a function. `option` names it; nothing is
+ * started.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Spot } from "tickwork"
+ *
+ * // `onstart` is a typo: "invalid Spot option onstart: is not a Spot option (initialState, onStart, onStop)"
+ * const program = Spot.spawn({ initialState: 0, onstart: () => Effect.void } as Spot.Options<number>).pipe(
+ *   Effect.catchTag("InvalidSpotOptions", (error) => Effect.logError(error.message))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidSpotOptions extends Data.TaggedError("InvalidSpotOptions")<{
+  readonly option: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `invalid Spot option ${this.option}: ${this.reason}`
+  }
+}
+
+/**
  * Starts a Spot under `/user/<name>` (the name is generated when omitted). `onStart`, when given, is its first item;
- * it and `onStop` run with the context `spawn` runs in.
+ * it and `onStop` run with the context `spawn` runs in. Options it cannot use fail with `InvalidSpotOptions`.
  *
  * @example
  * ```ts
@@ -209,8 +237,13 @@ export class SpotStopped extends Data.TaggedError("SpotStopped")<{ readonly path
 export const spawn = <S, R = never>(
   options: Options<S, R>,
   name?: string
-): Effect.Effect<Spot<S>, SpawnError, R | ActorSystem> =>
-  Effect.flatMap(ActorSystem, (system) => internal.spawn(options, system, name))
+): Effect.Effect<Spot<S>, SpawnError | InvalidSpotOptions, R | ActorSystem> =>
+  Effect.suspend((): Effect.Effect<Spot<S>, SpawnError | InvalidSpotOptions, R | ActorSystem> => {
+    const invalid = internal.optionsProblem(options)
+    return invalid === undefined
+      ? Effect.flatMap(ActorSystem, (system) => internal.spawn(options, system, name))
+      : Effect.fail(new InvalidSpotOptions({ option: invalid[0], reason: invalid[1] }))
+  })
 
 /**
  * Closes a worker call and gives the Spot's turn back while it runs: other queued work of the Spot runs meanwhile,

@@ -6,9 +6,11 @@
  * the same time as other work of the Spot. The first tick is due one period after registration.
  *
  * - The name is unique within the Spot while the timer is active: registering it again fails with
- *   `DuplicateTimerName` (cancel the old timer first). A period that is not strictly positive fails with
- *   `TimerError.InvalidTimerInterval`, a `CatchUpBounded` limit that is not an integer >= 1 with
- *   `InvalidOverrunPolicy`; nothing is registered then.
+ *   `DuplicateTimerName` (cancel the old timer first). A period that is not a finite duration of at least 1 ms (the
+ *   timer engine's resolution) fails with `TimerError.InvalidTimerInterval`; an `overrun` that is not an
+ *   `OverrunPolicy` (a string such as `"SkipLateTicks"`, `{}`) or a `CatchUpBounded` limit that is not an integer >= 1
+ *   with `InvalidOverrunPolicy`; options that are not an object, an unknown option, an empty or blank name or a
+ *   handler that is not a function with `TimerError.InvalidTimerOptions`. Nothing is registered then.
  * - The handler receives a `Tick` whose fields (scheduled and delivery index, scheduled and start time, delay, skipped
  *   ticks, period) are computed when it starts, after the `OverrunPolicy` has decided which tick it is.
  * - A timer's handler invocations never overlap: the next tick enters the queue only when the previous handler has
@@ -28,7 +30,7 @@ import * as Predicate from "effect/Predicate"
 import type { OverrunPolicy } from "./OverrunPolicy.js"
 import type { SpotContext } from "./Spot.js"
 import type { Tick } from "./Tick.js"
-import type { InvalidTimerInterval } from "./TimerError.js"
+import type { InvalidTimerInterval, InvalidTimerOptions } from "./TimerError.js"
 
 /**
  * The symbol that marks a Spot timer handle.
@@ -80,9 +82,9 @@ export type TypeId = typeof TypeId
  * @category models
  */
 export interface TimerOptions<S, R = never> {
-  /** Unique within the Spot while the timer is active. */
+  /** Not empty; unique within the Spot while the timer is active. */
   readonly name: string
-  /** Strictly positive. */
+  /** At least 1 ms. */
   readonly period: Duration.DurationInput
   /** What happens to ticks that went by while the Spot was busy; `OverrunPolicy.SkipLateTicks` by default. */
   readonly overrun?: OverrunPolicy | undefined
@@ -200,7 +202,8 @@ export class DuplicateTimerName extends Data.TaggedError("DuplicateTimerName")<{
 }
 
 /**
- * The overrun policy is not usable: a `CatchUpBounded` limit that is not an integer >= 1.
+ * The overrun policy is not usable: not an `OverrunPolicy` at all (a string such as `"SkipLateTicks"`, a plain
+ * object), or a `CatchUpBounded` limit that is not an integer >= 1 (0, 1.5, NaN).
  *
  * @example
  * ```ts
@@ -239,4 +242,4 @@ export class InvalidOverrunPolicy extends Data.TaggedError("InvalidOverrunPolicy
  * @since 0.1.0
  * @category errors
  */
-export type SpotTimerError = DuplicateTimerName | InvalidTimerInterval | InvalidOverrunPolicy
+export type SpotTimerError = DuplicateTimerName | InvalidTimerInterval | InvalidOverrunPolicy | InvalidTimerOptions

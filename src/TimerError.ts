@@ -103,9 +103,12 @@ export class GrainTimersStopped extends Data.TaggedError("GrainTimersStopped")<{
 }
 
 /**
- * A timer option was not usable: not one of `reference`, `keepAlive` and `timeZone`, a value of the wrong kind, an
- * empty, blank or `$`-prefixed reference, or a `timeZone` on a timer that is not a cron timer. `option` names it.
- * Nothing is scheduled.
+ * A timer option was not usable, so nothing was scheduled. `option` names it and `reason` says why:
+ *
+ * - grain timers (`GrainTimers`): not one of `reference`, `keepAlive` and `timeZone`, a value of the wrong kind, an
+ *   empty, blank or `$`-prefixed reference, or a `timeZone` on a timer that is not a cron timer;
+ * - Spot timers (`SpotTimers.start`): options that are not an object, an unknown option, an empty or blank `name`, a
+ *   `handler` that is not a function.
  *
  * @example
  * ```ts
@@ -123,13 +126,14 @@ export class GrainTimersStopped extends Data.TaggedError("GrainTimersStopped")<{
  * @category errors
  */
 export class InvalidTimerOptions extends Data.TaggedError("InvalidTimerOptions")<{
-  readonly grain: string
-  /** The option at fault: `reference`, `keepAlive`, `timeZone`, an unknown key, or `options` for a non-object. */
+  /** Whose timer: `grain <kind>/<key>` or `Spot <path>`. */
+  readonly owner: string
+  /** The option at fault (`reference`, `timeZone`, `name`, `handler`, an unknown key), or `options` for a non-object. */
   readonly option: string
   readonly reason: string
 }> {
   override get message(): string {
-    return `invalid timer option ${this.option} for grain ${this.grain}: ${this.reason}`
+    return `invalid timer option ${this.option} for ${this.owner}: ${this.reason}`
   }
 }
 

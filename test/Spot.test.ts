@@ -753,3 +753,104 @@ describe("Tick and OverrunPolicy values", () => {
     })
   )
 })
+
+describe("bad input", () => {
+  /** Runs `timers.start` with the given options in a fresh Spot; returns the error, after checking nothing started. */
+  const startError = (options: unknown) =>
+    Effect.gen(function* () {
+      const spot = yield* Spot.spawn({ initialState: 0 }, "config")
+      const error = yield* Effect.flip(spot.run((ctx) => ctx.timers.start(options as SpotTimers.TimerOptions<number>)))
+      assert.deepStrictEqual(yield* spot.run((ctx) => ctx.timers.names), [], "nothing was registered")
+      const system = yield* ActorSystem.ActorSystem
+      assert.strictEqual((yield* system.stats).engineEntries, 0)
+      yield* spot.stop
+      return error as { readonly _tag: string; readonly message: string; readonly option?: string }
+    })
+
+  const valid = { name: "t", period: 100, handler: () => Effect.void }
+
+  it.effect("a period below the engine's 1 ms resolution is InvalidTimerInterval", () =>
+    Effect.gen(function* () {
+      for (const period of [0.001, 0.5, "999 micros"]) {
+        const error = yield* startError({ ...valid, period })
+        assert.strictEqual(error._tag, "InvalidTimerInterval")
+        assert.include(error.message, "must be at least 1 ms")
+      }
+    }).pipe(Effect.provide(SystemLive))
+  )
+
+  it.effect("an overrun policy that is not an OverrunPolicy is InvalidOverrunPolicy (was silently SkipLateTicks)", () =>
+    Effect.gen(function* () {
+      const cases: ReadonlyArray<readonly [unknown, string]> = [
+        ["SkipLateTicks", 'invalid overrun policy "SkipLateTicks": it is not an OverrunPolicy'],
+        ["DelayNextTick", 'invalid overrun policy "DelayNextTick"'],
+        [{ _tag: "CatchUpBounded", limit: 3 }, "invalid overrun policy an object: it is not an OverrunPolicy"],
+        [null, "invalid overrun policy null"],
+        [3, "invalid overrun policy number 3"],
+        [
+          OverrunPolicy.CatchUpBounded(0),
+          "invalid overrun policy CatchUpBounded(0): the limit must be an integer >= 1"
+        ],
+        [OverrunPolicy.CatchUpBounded(1.5), "CatchUpBounded(1.5): the limit must be an integer >= 1, got number 1.5"],
+        [OverrunPolicy.CatchUpBounded(Number.NaN), "got number NaN"],
+        [OverrunPolicy.CatchUpBounded(Number.POSITIVE_INFINITY), "got number Infinity"]
+      ]
+      for (const [overrun, message] of cases) {
+        const error = yield* startError({ ...valid, overrun })
+        assert.strictEqual(error._tag, "InvalidOverrunPolicy")
+        assert.include(error.message, message)
+      }
+    }).pipe(Effect.provide(SystemLive))
+  )
+
+  it.effect("a bad name, handler, unknown option or non-object options is InvalidTimerOptions naming it", () =>
+    Effect.gen(function* () {
+      const cases: ReadonlyArray<readonly [unknown, string, string]> = [
+        [{ ...valid, name: "" }, "name", 'must be a non-empty string, got ""'],
+        [{ ...valid, name: "   " }, "name", "must be a non-empty string"],
+        [{ ...valid, name: 7 }, "name", "got number 7"],
+        [{ ...valid, handler: undefined }, "handler", "must be a function (tick, context) => Effect, got undefined"],
+        [{ ...valid, handler: Effect.void }, "handler", "got an Effect"],
+        [{ ...valid, overun: OverrunPolicy.DelayNextTick }, "overun", "is not a Spot timer option"],
+        [undefined, "options", "must be an object with name, period and handler, got undefined"],
+        ["t", "options", 'got "t"']
+      ]
+      for (const [options, option, reason] of cases) {
+        const error = yield* startError(options)
+        assert.strictEqual(error._tag, "InvalidTimerOptions")
+        assert.strictEqual(error.option, option)
+        assert.include(error.message, `invalid timer option ${option} for Spot /user/config: `)
+        assert.include(error.message, reason)
+      }
+    }).pipe(Effect.provide(SystemLive))
+  )
+
+  it.effect("spawn options it cannot use are InvalidSpotOptions and start nothing", () =>
+    Effect.gen(function* () {
+      const cases: ReadonlyArray<readonly [unknown, string, string]> = [
+        [undefined, "options", "must be an object such as { initialState: 0 }, got undefined"],
+        [null, "options", "got null"],
+        [{}, "initialState", "is required"],
+        [
+          { initialState: 0, onstart: () => Effect.void },
+          "onstart",
+          "is not a Spot option (initialState, onStart, onStop)"
+        ],
+        [{ initialState: 0, onStart: Effect.void }, "onStart", "must be a function returning an Effect, got an Effect"],
+        [{ initialState: 0, onStop: "log" }, "onStop", 'got "log"']
+      ]
+      for (const [options, option, reason] of cases) {
+        const error = yield* Effect.flip(Spot.spawn(options as Spot.Options<number>, "bad"))
+        assert.strictEqual(error._tag, "InvalidSpotOptions")
+        assert.strictEqual((error as Spot.InvalidSpotOptions).option, option)
+        assert.include(error.message, `invalid Spot option ${option}: `)
+        assert.include(error.message, reason)
+      }
+      const system = yield* ActorSystem.ActorSystem
+      assert.strictEqual((yield* system.stats).actors, 0, "no Spot was started")
+      // an explicit undefined state is fine
+      const spot = yield* Spot.spawn({ initialState: undefined }, "fine")
+      assert.isUndefined(yield* spot.run((ctx) => ctx.state))
+    }).pipe(Effect.provide(SystemLive))
+  )
+})

@@ -107,7 +107,8 @@ const checkOptions = (
   options: ReadonlyArray<unknown>,
   cron: boolean
 ): Either.Either<TimerOptions, InvalidTimerOptions> => {
-  const fail = (option: string, reason: string) => Either.left(new InvalidTimerOptions({ grain, option, reason }))
+  const fail = (option: string, reason: string) =>
+    Either.left(new InvalidTimerOptions({ owner: `grain ${grain}`, option, reason }))
   const merged: { reference?: string; keepAlive?: boolean; timeZone?: string } = {}
   for (const option of options) {
     if (typeof option !== "object" || option === null || Array.isArray(option)) {

@@ -42,12 +42,14 @@ import {
   type TimerOptions
 } from "../SpotTimers.js"
 import type { Tick } from "../Tick.js"
+import { InvalidTimerOptions } from "../TimerError.js"
 import type { WorkerCall } from "../Workers.js"
 import type { ActorCell, CellRef, TimerTable } from "./actorCell.js"
 import { intervalMillis } from "./duration.js"
 import { captureFrom, withoutParentSpan } from "./logContext.js"
 import { EMPTY } from "./mailbox.js"
 import { recordDropped } from "./metrics.js"
+import { shown } from "./shown.js"
 import { SpotTimer, type SpotTimerHost } from "./spotTimer.js"
 import { MailboxTick } from "./tick.js"
 import type { TimerDriver } from "./timerDriver.js"
@@ -125,6 +127,46 @@ const TimerHandleProto = {
   toString(this: { name: string }) {
     return `TimerHandle(${this.name})`
   }
+}
+
+const TIMER_OPTIONS = ["name", "period", "overrun", "handler"]
+
+/** The option of `start` that is not usable and why (the period and policy are checked on their own). */
+const timerOptionsProblem = (options: unknown): readonly [string, string] | undefined => {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    return ["options", `must be an object with name, period and handler, got ${shown(options)}`]
+  }
+  for (const key of Object.keys(options)) {
+    if (!TIMER_OPTIONS.includes(key)) return [key, `is not a Spot timer option (${TIMER_OPTIONS.join(", ")})`]
+  }
+  const { handler, name } = options as TimerOptions<unknown, unknown>
+  if (typeof name !== "string" || name.trim() === "") return ["name", `must be a non-empty string, got ${shown(name)}`]
+  if (typeof handler !== "function") {
+    return [
+      "handler",
+      `must be a function (tick, context) => Effect, got ${Effect.isEffect(handler) ? "an Effect" : shown(handler)}`
+    ]
+  }
+  return undefined
+}
+
+/** Why `policy` is not usable: not an `OverrunPolicy` at all (a string, `{}`), or a `CatchUpBounded` limit < 1. */
+const overrunProblem = (policy: unknown): InvalidOverrunPolicy | undefined => {
+  if (!OverrunPolicy.isOverrunPolicy(policy)) {
+    return new InvalidOverrunPolicy({
+      policy: shown(policy),
+      reason:
+        "it is not an OverrunPolicy: use OverrunPolicy.SkipLateTicks, OverrunPolicy.CatchUpBounded(limit) or " +
+        "OverrunPolicy.DelayNextTick"
+    })
+  }
+  if (policy._tag === "CatchUpBounded" && !(Number.isSafeInteger(policy.limit) && policy.limit >= 1)) {
+    return new InvalidOverrunPolicy({
+      policy: String(policy),
+      reason: `the limit must be an integer >= 1, got ${shown(policy.limit)}`
+    })
+  }
+  return undefined
 }
 
 export class SpotRuntime<S> implements SpotTimerHost, TimerTable {
@@ -303,14 +345,18 @@ export class SpotRuntime<S> implements SpotTimerHost, TimerTable {
     options: TimerOptions<S, R>,
     services: Context.Context<R>
   ): Either.Either<TimerHandle, SpotTimerError> {
-    const period = intervalMillis(options.period)
-    if (Either.isLeft(period)) return Either.left(period.left)
-    const policy = options.overrun ?? OverrunPolicy.SkipLateTicks
-    if (policy._tag === "CatchUpBounded" && !(Number.isInteger(policy.limit) && policy.limit >= 1)) {
+    const invalid = timerOptionsProblem(options)
+    if (invalid !== undefined) {
       return Either.left(
-        new InvalidOverrunPolicy({ policy: String(policy), reason: "the limit must be an integer >= 1" })
+        new InvalidTimerOptions({ owner: `Spot ${this.path}`, option: invalid[0], reason: invalid[1] })
       )
     }
+    const period = intervalMillis(options.period)
+    if (Either.isLeft(period)) return Either.left(period.left)
+    // `undefined` is the default; `null` is not (a JavaScript caller's null is a mistake, not "the default")
+    const policy = options.overrun === undefined ? OverrunPolicy.SkipLateTicks : options.overrun
+    const policyProblem = overrunProblem(policy)
+    if (policyProblem !== undefined) return Either.left(policyProblem)
     if (this.timers.has(options.name)) {
       return Either.left(new DuplicateTimerName({ spot: this.path, name: options.name }))
     }
@@ -549,6 +595,29 @@ export const submitCall = <A, E, R>(call: WorkerCall<A, E, R>): Effect.Effect<vo
   })
 
 // ---------------------------------------------------------------------------------------------------------- spawn
+
+const SPOT_OPTIONS = ["initialState", "onStart", "onStop"]
+
+/** The option of `spawn` that is not usable and why, or undefined. */
+export const optionsProblem = (options: unknown): readonly [string, string] | undefined => {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    return ["options", `must be an object such as { initialState: 0 }, got ${shown(options)}`]
+  }
+  for (const key of Object.keys(options)) {
+    if (!SPOT_OPTIONS.includes(key)) return [key, `is not a Spot option (${SPOT_OPTIONS.join(", ")})`]
+  }
+  if (!("initialState" in options)) return ["initialState", "is required (it may be undefined, but say so)"]
+  for (const hook of ["onStart", "onStop"] as const) {
+    const value = (options as Options<unknown, unknown>)[hook]
+    if (value !== undefined && typeof value !== "function") {
+      return [
+        hook,
+        `must be a function returning an Effect, got ${Effect.isEffect(value) ? "an Effect" : shown(value)}`
+      ]
+    }
+  }
+  return undefined
+}
 
 export const spawn = <S, R>(
   options: Options<S, R>,
