@@ -29,7 +29,9 @@ import { type Pipeable, pipeArguments } from "effect/Pipeable"
 import * as Predicate from "effect/Predicate"
 import { delayMillis } from "./internal/duration.js"
 import { currentGameTimeMillis } from "./internal/entityGameClock.js"
-import type { InvalidTimerDelay } from "./TimerError.js"
+import { instantProblem } from "./internal/instant.js"
+import { shown } from "./internal/shown.js"
+import { InvalidTimerDelay } from "./TimerError.js"
 
 /**
  * The symbol that marks a `Deadline`.
@@ -101,7 +103,8 @@ export interface Deadline extends Pipeable, Equal.Equal {
 export type Input = Deadline | DateTime.DateTime | number
 
 /**
- * An absolute time was not a finite instant (NaN, ±Infinity, an invalid `DateTime`).
+ * An absolute time was not usable: not a finite instant (NaN, ±Infinity, an invalid `DateTime`), outside the range a
+ * `DateTime` can represent (±8.64e15 ms from 1970), or not a time at all (a string, `undefined`, a `Date`).
  *
  * @example
  * ```ts
@@ -153,9 +156,15 @@ const unsafeFromMillis = (epochMillis: number): Deadline => {
   return self
 }
 
-/** Epoch millis of an input; NaN for an invalid `DateTime`. */
+/** Epoch millis of an input; NaN for an invalid `DateTime` or anything that is not an `Input`. */
 const inputMillis = (input: Input): number =>
-  typeof input === "number" ? input : isDeadline(input) ? input.epochMillis : DateTime.toEpochMillis(input)
+  typeof input === "number"
+    ? input
+    : isDeadline(input)
+      ? input.epochMillis
+      : DateTime.isDateTime(input)
+        ? DateTime.toEpochMillis(input)
+        : Number.NaN
 
 /**
  * True for a `Deadline`.
@@ -174,7 +183,8 @@ const inputMillis = (input: Input): number =>
 export const isDeadline = (u: unknown): u is Deadline => Predicate.hasProperty(u, TypeId)
 
 /**
- * A deadline at an absolute time (`DateTime` or epoch millis); fails with `InvalidDeadline` for a non-finite time.
+ * A deadline at an absolute time (`DateTime` or epoch millis); fails with `InvalidDeadline` for a time that is not a
+ * finite instant a `DateTime` can represent, or not a time at all.
  * `Either` is an `Effect`, so `yield*` works in `Effect.gen`.
  *
  * @example
@@ -192,11 +202,18 @@ export const isDeadline = (u: unknown): u is Deadline => Predicate.hasProperty(u
  * @category constructors
  */
 export const make = (input: Input): Either.Either<Deadline, InvalidDeadline> => {
-  if (isDeadline(input)) return Either.right(input)
   const millis = inputMillis(input)
-  return Number.isFinite(millis)
-    ? Either.right(unsafeFromMillis(millis))
-    : Either.left(new InvalidDeadline({ epochMillis: millis, reason: "must be a finite instant" }))
+  if (typeof input !== "number" && !isDeadline(input) && !DateTime.isDateTime(input)) {
+    return Either.left(
+      new InvalidDeadline({
+        epochMillis: millis,
+        reason: `${shown(input)} is not a DateTime, a Deadline or epoch millis`
+      })
+    )
+  }
+  const problem = instantProblem(millis)
+  if (problem !== undefined) return Either.left(new InvalidDeadline({ epochMillis: millis, reason: problem }))
+  return Either.right(isDeadline(input) ? input : unsafeFromMillis(millis))
 }
 
 /**
@@ -216,7 +233,8 @@ export const unsafeMake = (input: Input): Deadline => Either.getOrThrow(make(inp
 
 /**
  * The deadline `duration` from now on the game clock (`GameClock` when one is provided, else `Clock`). Store it in the
- * model: it is rule 1, the completion time instead of a countdown.
+ * model: it is rule 1, the completion time instead of a countdown. A duration that is not a finite delay >= 0, or that
+ * lands past what a `DateTime` can represent, fails with `InvalidTimerDelay`.
  *
  * @example
  * ```ts
@@ -235,7 +253,18 @@ export const unsafeMake = (input: Input): Deadline => Either.getOrThrow(make(inp
 export const fromNow = (duration: Duration.DurationInput): Effect.Effect<Deadline, InvalidTimerDelay> =>
   Effect.flatMap(
     Effect.suspend(() => delayMillis(duration)),
-    (millis) => Effect.map(currentGameTimeMillis, (now) => unsafeFromMillis(now + millis))
+    (millis) =>
+      Effect.flatMap(currentGameTimeMillis, (now) => {
+        const problem = instantProblem(now + millis)
+        return problem === undefined
+          ? Effect.succeed(unsafeFromMillis(now + millis))
+          : Effect.fail(
+              new InvalidTimerDelay({
+                delayMillis: millis,
+                reason: `the deadline it gives (${now + millis}) ${problem}`
+              })
+            )
+      })
   )
 
 /**

@@ -29,7 +29,8 @@ import {
   GameClockState,
   register as registerState
 } from "./internal/entityGameClock.js"
-import type { InvalidTimerDelay } from "./TimerError.js"
+import { instantProblem } from "./internal/instant.js"
+import { InvalidTimerDelay } from "./TimerError.js"
 
 /**
  * The symbol that marks a game clock service.
@@ -117,9 +118,16 @@ export interface GameClockService {
   readonly now: Effect.Effect<DateTime.Utc>
   /** How far the game clock is ahead of the `Clock`. */
   readonly offset: Effect.Effect<Duration.Duration>
-  /** Moves game time forward by `duration` (0 is a no-op). Negative: `TimeSkipBackwards`; NaN: `InvalidTimerDelay`. */
+  /**
+   * Moves game time forward by `duration` (0 is a no-op). Negative: `TimeSkipBackwards`; not a finite duration, or
+   * so far that game time would leave the range a `DateTime` can represent (±8.64e15 ms from 1970):
+   * `InvalidTimerDelay`. A failed skip changes nothing.
+   */
   readonly skip: (duration: Duration.DurationInput) => Effect.Effect<void, TimeSkipBackwards | InvalidTimerDelay>
-  /** Moves game time forward to `time`; a time before the current game time is `TimeSkipBackwards`. */
+  /**
+   * Moves game time forward to `time`; a time before the current game time is `TimeSkipBackwards`, a time that is not
+   * a finite instant a `DateTime` can represent is `InvalidDeadline`.
+   */
   readonly skipTo: (time: Input) => Effect.Effect<void, TimeSkipBackwards | InvalidDeadline>
   /** `currentTimeMillis` without the effect wrapper. */
   unsafeCurrentTimeMillis(): number
@@ -175,11 +183,19 @@ export const isGameClock = (u: unknown): u is GameClockService => Predicate.hasP
  */
 export const make: Effect.Effect<GameClockService> = Effect.map(Effect.clock, (clock) => {
   const state = new GameClockState(clock)
-  const skipBy = (millis: number): Effect.Effect<void, TimeSkipBackwards> =>
-    Effect.suspend(() => {
-      if (millis < 0) {
-        const fromMillis = state.now()
-        return Effect.fail(new TimeSkipBackwards({ fromMillis, toMillis: fromMillis + millis }))
+  const skipBy = (millis: number): Effect.Effect<void, TimeSkipBackwards | InvalidTimerDelay> =>
+    Effect.suspend((): Effect.Effect<void, TimeSkipBackwards | InvalidTimerDelay> => {
+      const fromMillis = state.now()
+      if (millis < 0) return Effect.fail(new TimeSkipBackwards({ fromMillis, toMillis: fromMillis + millis }))
+      // game time must stay an instant a DateTime can hold, or `now` dies later with "Invalid date"
+      const problem = instantProblem(fromMillis + millis)
+      if (problem !== undefined) {
+        return Effect.fail(
+          new InvalidTimerDelay({
+            delayMillis: millis,
+            reason: `game time would be ${fromMillis + millis}, which ${problem}`
+          })
+        )
       }
       state.advance(millis)
       return Effect.void
@@ -204,7 +220,8 @@ export const make: Effect.Effect<GameClockService> = Effect.map(Effect.clock, (c
             const fromMillis = state.now()
             return deadline.epochMillis < fromMillis
               ? Effect.fail(new TimeSkipBackwards({ fromMillis, toMillis: deadline.epochMillis }))
-              : skipBy(deadline.epochMillis - fromMillis)
+              : // a deadline is always an instant a DateTime can hold (`Deadline.make` checks it)
+                Effect.sync(() => state.advance(deadline.epochMillis - fromMillis))
           }
         })
       ),

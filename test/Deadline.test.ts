@@ -28,6 +28,37 @@ describe("Deadline", () => {
     assert.throws(() => Deadline.unsafeMake(Number.NaN))
   })
 
+  it("a time a DateTime cannot represent, or a value that is not a time, is InvalidDeadline naming the problem", () => {
+    const cases: ReadonlyArray<readonly [unknown, string]> = [
+      [8.64e15 + 1, "is outside the range a DateTime can represent"],
+      [-(2 ** 60), "is outside the range a DateTime can represent"],
+      ["2030-01-01", '"2030-01-01" is not a DateTime, a Deadline or epoch millis'],
+      [undefined, "undefined is not a DateTime, a Deadline or epoch millis"],
+      [{}, "an object is not a DateTime"],
+      [new Date(0), "an object is not a DateTime"]
+    ]
+    for (const [input, reason] of cases) {
+      const result = Deadline.make(input as Deadline.Input)
+      if (Either.isRight(result)) return assert.fail(`expected ${String(input)} to be rejected`)
+      assert.strictEqual(result.left._tag, "InvalidDeadline")
+      assert.include(result.left.message, reason)
+    }
+    // the ends of the range are fine, and print
+    assert.strictEqual(String(Deadline.unsafeMake(8.64e15)), "Deadline(+275760-09-13T00:00:00.000Z)")
+    assert.strictEqual(Deadline.toEpochMillis(Deadline.unsafeMake(-8.64e15)), -8.64e15)
+  })
+
+  it.effect("fromNow with a duration that lands past what a DateTime can represent is InvalidTimerDelay", () =>
+    Effect.gen(function* () {
+      const far = yield* Effect.flip(Deadline.fromNow(2 ** 60))
+      assert.strictEqual(far._tag, "InvalidTimerDelay")
+      assert.include(far.message, "is outside the range a DateTime can represent")
+      const words = yield* Effect.flip(Deadline.fromNow("soon" as Duration.DurationInput))
+      assert.strictEqual(words._tag, "InvalidTimerDelay")
+      assert.strictEqual(Deadline.toEpochMillis(yield* Deadline.fromNow(8.64e15)), 8.64e15, "the very end is fine")
+    })
+  )
+
   it("isDue and remaining compare against a given now (millis or DateTime), both call styles", () => {
     const deadline = Deadline.unsafeMake(60_000)
     assert.isFalse(Deadline.isDue(deadline, 59_999))

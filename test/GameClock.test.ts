@@ -73,6 +73,26 @@ describe("GameClock", () => {
     }).pipe(Effect.provide(GameClock.layer))
   )
 
+  it.effect("a skip past what a DateTime can represent is a typed error; now keeps working (was 'Invalid date')", () =>
+    Effect.gen(function* () {
+      const far = yield* Effect.flip(GameClock.skip(2 ** 60))
+      assert.strictEqual(far._tag, "InvalidTimerDelay")
+      assert.include(far.message, `game time would be ${2 ** 60}, which is outside the range a DateTime can represent`)
+      const farTo = yield* Effect.flip(GameClock.skipTo(2 ** 60))
+      assert.strictEqual(farTo._tag, "InvalidDeadline")
+      assert.include(farTo.message, "is outside the range a DateTime can represent")
+      assert.strictEqual(yield* GameClock.currentTimeMillis, 0, "a failed skip changes nothing")
+      // up to the very end of the range is fine; one more millisecond is not
+      yield* GameClock.skip(8.64e15 - 1000)
+      const oneTooMany = yield* Effect.flip(GameClock.skip(1001))
+      assert.strictEqual(oneTooMany._tag, "InvalidTimerDelay")
+      yield* GameClock.skipTo(8.64e15)
+      assert.strictEqual(DateTime.formatIso(yield* GameClock.now), "+275760-09-13T00:00:00.000Z")
+      const clock = yield* GameClock.GameClock
+      assert.strictEqual(DateTime.toEpochMillis(yield* clock.now), 8.64e15)
+    }).pipe(Effect.provide(GameClock.layer))
+  )
+
   it.effect("without a GameClock, game time is the Clock", () =>
     Effect.gen(function* () {
       yield* TestClock.adjust("42 millis")
