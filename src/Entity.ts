@@ -18,6 +18,7 @@
  *
  * @since 0.1.0
  */
+import * as Data from "effect/Data"
 import type * as DateTime from "effect/DateTime"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
@@ -26,7 +27,7 @@ import * as Predicate from "effect/Predicate"
 import type * as Scope from "effect/Scope"
 import type { ActorRef } from "./ActorRef.js"
 import type { ActorSystem } from "./ActorSystem.js"
-import type { Deadline } from "./Deadline.js"
+import type { Deadline, InvalidDeadline } from "./Deadline.js"
 import type { EntityTimers, PeriodicTimer } from "./EntityTimers.js"
 import * as internal from "./internal/entity.js"
 import type { Cancellable } from "./Scheduler.js"
@@ -172,12 +173,13 @@ export interface EntityContext<Model, Cmd> extends EntityTimers<Cmd> {
   /**
    * Checks a deadline stored in the model (rule 2: check on demand). When it has passed on the game clock, runs
    * `onDue` now; when it is ahead, arms a one-shot at the deadline that runs the same check again (re-reading the
-   * model) and returns its handle; when `deadline` returns undefined, does nothing.
+   * model) and returns its handle; when `deadline` returns undefined, does nothing. When it returns something that is
+   * not a usable time (epoch millis and `DateTime` are accepted, as by `Deadline.make`), fails with `InvalidDeadline`.
    */
   readonly checkDeadline: <E, R>(options: {
     readonly deadline: (model: Model) => Deadline | undefined
     readonly onDue: (model: Model) => Effect.Effect<unknown, E, R>
-  }) => Effect.Effect<Option.Option<Cancellable>, E, R>
+  }) => Effect.Effect<Option.Option<Cancellable>, E | InvalidDeadline, R>
 }
 
 /**
@@ -248,7 +250,8 @@ export interface Definition<Model, Cmd extends Command, E, R> {
 }
 
 /**
- * Defines an entity kind. Give the model and command types first, then the definition.
+ * Defines an entity kind. Give the model and command types first, then the definition. A data constructor: it never
+ * throws; `makeRegistry` checks the definition and fails with `InvalidEntityDefinition` naming what it cannot use.
  *
  * @example
  * ```ts
@@ -293,6 +296,107 @@ export const make =
  */
 export const isEntity = (u: unknown): u is Entity<unknown, Command, unknown, unknown> =>
   Predicate.hasProperty(u, TypeId)
+
+/**
+ * `makeRegistry` was given a kind it cannot run: not made by `Entity.make`, an empty or blank name, an `initialize`,
+ * handler or hook that is not a function, `commands` that is not an object of functions, `timers` that is not an
+ * array of `{ interval, run }`, or a mailbox capacity that is not a whole number >= 1. `field` names it (`commands.X`,
+ * `timers[0].run`); nothing is started. Bad timer durations fail with `TimerError.InvalidTimerInterval` /
+ * `InvalidTimerDelay` instead.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ActorSystem, Entity } from "tickwork"
+ *
+ * const Broken = Entity.make<number, { readonly _tag: "Ping" }>()({
+ *   name: "Broken",
+ *   initialize: () => Effect.succeed(0),
+ *   commands: { Ping: (_cmd, n) => Effect.succeed(n + 1) },
+ *   mailboxCapacity: 0
+ * })
+ *
+ * // "invalid entity definition Broken (mailboxCapacity): must be a whole number >= 1, got number 0"
+ * const program = Entity.makeRegistry(Broken).pipe(
+ *   Effect.catchTag("InvalidEntityDefinition", (error) => Effect.logError(error.message)),
+ *   Effect.scoped,
+ *   Effect.provide(ActorSystem.layer({ name: "game" }))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidEntityDefinition extends Data.TaggedError("InvalidEntityDefinition")<{
+  /** The kind's name, as given. */
+  readonly kind: string
+  readonly field: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `invalid entity definition ${this.kind} (${this.field}): ${this.reason}`
+  }
+}
+
+/**
+ * An entity was addressed with an id that is not a non-empty string (an id that was `undefined`, a number, `""`).
+ * Ids are never converted: `42` and `"42"` would otherwise be two entities with one actor name.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { Entity } from "tickwork"
+ *
+ * type Cmd = { readonly _tag: "AddGold"; readonly amount: number }
+ * const reward = (players: Entity.EntityRegistry<Cmd>, byName: Map<string, string>, name: string) =>
+ *   players.tell(byName.get(name)!, { _tag: "AddGold", amount: 1 }).pipe(
+ *     Effect.catchTag("InvalidEntityId", (error) => Effect.logWarning(error.message))
+ *   )
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidEntityId extends Data.TaggedError("InvalidEntityId")<{
+  readonly kind: string
+  /** The id as given, shown as text. */
+  readonly id: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `invalid id ${this.id} for entity kind ${this.kind}: ${this.reason}`
+  }
+}
+
+/**
+ * A message told through the registry is not a command of the kind: not an object with a string `_tag`, or a tag no
+ * handler is defined for. Nothing is sent (it used to fail the entity and restart it).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { Entity } from "tickwork"
+ *
+ * type Cmd = { readonly _tag: "AddGold"; readonly amount: number }
+ * const fromJson = (players: Entity.EntityRegistry<Cmd>, id: string, json: string) =>
+ *   players.tell(id, JSON.parse(json)).pipe(
+ *     Effect.catchTag("InvalidCommand", (error) => Effect.logWarning(error.message))
+ *   )
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidCommand extends Data.TaggedError("InvalidCommand")<{
+  readonly kind: string
+  /** The command's `_tag`, or the value shown as text when it has none. */
+  readonly command: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `invalid command ${this.command} for entity kind ${this.kind}: ${this.reason}`
+  }
+}
 
 /**
  * Live counts of a registry.
@@ -344,18 +448,24 @@ export interface EntityRegistry<in Cmd> extends Pipeable {
   readonly [RegistryTypeId]: RegistryTypeId
   /** The entity kind's name. */
   readonly kind: string
-  /** Routes `command` to entity `id`, waking it (running `initialize`) if it sleeps. */
-  readonly tell: (id: string, command: Cmd) => Effect.Effect<void>
+  /**
+   * Routes `command` to entity `id`, waking it (running `initialize`) if it sleeps. An id that is not a non-empty
+   * string fails with `InvalidEntityId`, a command the kind has no handler for with `InvalidCommand`; nothing is sent.
+   */
+  readonly tell: (id: string, command: Cmd) => Effect.Effect<void, InvalidEntityId | InvalidCommand>
   /** Starts a session: `onSessionStart` runs on the entity, which is woken if it sleeps. */
-  readonly startSession: (id: string) => Effect.Effect<void>
+  readonly startSession: (id: string) => Effect.Effect<void, InvalidEntityId>
   /**
    * Puts entity `id` to sleep after the messages already in its mailbox and waits until its actor has stopped; a
    * no-op for a sleeping entity.
    */
-  readonly sleep: (id: string) => Effect.Effect<void>
-  /** A ref that routes through this registry (so `ActorRef.ask` works with entities). */
+  readonly sleep: (id: string) => Effect.Effect<void, InvalidEntityId>
+  /**
+   * A ref that routes through this registry (so `ActorRef.ask` works with entities). A ref cannot fail: a message it
+   * cannot route (a bad id, not a command of the kind) becomes a dead letter, and `ask` fails with `AskUndeliverable`.
+   */
   readonly ref: (id: string) => ActorRef<Cmd>
-  /** True while entity `id` has an incarnation (starting, running or going to sleep). */
+  /** True while entity `id` has an incarnation (starting, running or going to sleep); false for any other value. */
   readonly isAwake: (id: string) => Effect.Effect<boolean>
   readonly stats: Effect.Effect<RegistryStats>
 }
@@ -378,9 +488,10 @@ export const isEntityRegistry = (u: unknown): u is EntityRegistry<never> => Pred
 /**
  * Starts the registry of an entity kind in the current `ActorSystem`, for the scope's lifetime. Closing the scope
  * stops every awake entity as system shutdown does (a handler in flight is interrupted, `onShutdown` runs) and waits
- * for them; use `sleep` for a graceful stop after the queued messages. The declarative timers are validated
- * here: a bad interval or initial delay fails with `InvalidTimerInterval` / `InvalidTimerDelay`. Provide a
- * `GameClock` to skip time; without one the game clock is the system clock.
+ * for them; use `sleep` for a graceful stop after the queued messages. The definition is checked here: what it cannot
+ * use fails with `InvalidEntityDefinition`, a bad declarative timer interval or initial delay with
+ * `InvalidTimerInterval` / `InvalidTimerDelay`. Provide a `GameClock` to skip time; without one the game clock is the
+ * system clock.
  *
  * @example
  * ```ts
@@ -405,5 +516,8 @@ export const isEntityRegistry = (u: unknown): u is EntityRegistry<never> => Pred
  */
 export const makeRegistry = <Model, Cmd extends Command, E, R>(
   entity: Entity<Model, Cmd, E, R>
-): Effect.Effect<EntityRegistry<Cmd>, InvalidTimerInterval | InvalidTimerDelay, R | ActorSystem | Scope.Scope> =>
-  internal.makeRegistry(entity)
+): Effect.Effect<
+  EntityRegistry<Cmd>,
+  InvalidEntityDefinition | InvalidTimerInterval | InvalidTimerDelay,
+  R | ActorSystem | Scope.Scope
+> => internal.makeRegistry(entity)

@@ -23,8 +23,9 @@
 import type * as DateTime from "effect/DateTime"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import type { Deadline, Input as DeadlineInput, InvalidDeadline } from "./Deadline.js"
-import type { EntityContext } from "./Entity.js"
+import * as Either from "effect/Either"
+import { type Deadline, type Input as DeadlineInput, type InvalidDeadline, make as makeDeadline } from "./Deadline.js"
+import type { EntityContext, InvalidCommand } from "./Entity.js"
 import type { Cancellable } from "./Scheduler.js"
 import type { InvalidTimerDelay, InvalidTimerInterval } from "./TimerError.js"
 
@@ -61,21 +62,22 @@ export interface EntityTimers<in Cmd> {
   /**
    * Sends `command` to the entity itself periodically: the first time after `initialDelay` (default: `interval`),
    * then every `interval`. Use it when the first invocation must happen at a predictable time; otherwise prefer
-   * `startRandomizedPeriodicTimer`.
+   * `startRandomizedPeriodicTimer`. The interval must be a finite duration of at least 1 ms (`InvalidTimerInterval`),
+   * the initial delay finite and >= 0 (`InvalidTimerDelay`), and the command one the kind handles (`InvalidCommand`).
    */
   readonly startPeriodicTimer: {
-    (interval: Duration.DurationInput, command: Cmd): Effect.Effect<Cancellable, InvalidTimerInterval>
+    (interval: Duration.DurationInput, command: Cmd): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidCommand>
     (
       initialDelay: Duration.DurationInput,
       interval: Duration.DurationInput,
       command: Cmd
-    ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay>
+    ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay | InvalidCommand>
   }
   /** Like `startPeriodicTimer`, with the first invocation after interval × U[0.5, 1.5): the one to prefer. */
   readonly startRandomizedPeriodicTimer: (
     interval: Duration.DurationInput,
     command: Cmd
-  ) => Effect.Effect<Cancellable, InvalidTimerInterval>
+  ) => Effect.Effect<Cancellable, InvalidTimerInterval | InvalidCommand>
   /**
    * Runs `effect` once on the entity's context (its fiber, serialized with commands): after a delay (real time), or
    * at an absolute time (a `DateTime` or `Deadline`, on the game clock). A number is a delay in milliseconds, as
@@ -128,7 +130,9 @@ export interface PeriodicTimer<Model, Cmd, E, R> {
  * A declarative periodic timer that polls a deadline stored in the model (rule 3: spread the load). Each run reads the
  * deadline from the current model and calls `onDue` when it has passed on the game clock; `onDue` typically sends the
  * command that acts on it, which must be idempotent because a poll and a one-shot may both see the deadline pass.
- * The first poll is randomized, so entities that share a deadline handle it spread over one interval.
+ * The first poll is randomized, so entities that share a deadline handle it spread over one interval. A deadline that
+ * is not a usable time (`Deadline.make` accepts a `Deadline`, a `DateTime` or epoch millis) fails the run with
+ * `InvalidDeadline`, which reaches the entity's supervision.
  *
  * @example
  * ```ts
@@ -159,15 +163,17 @@ export const pollDeadline = <Model, Cmd, E = never, R = never>(options: {
   /** The deadline to poll, read from the current model; undefined when there is nothing to wait for. */
   readonly deadline: (model: Model) => Deadline | undefined
   readonly onDue: (model: Model, context: EntityContext<Model, Cmd>) => Effect.Effect<unknown, E, R>
-}): PeriodicTimer<Model, Cmd, E, R> => ({
+}): PeriodicTimer<Model, Cmd, E | InvalidDeadline, R> => ({
   name: options.name,
   interval: options.interval,
   initialDelay: options.initialDelay,
   run: (model, context) =>
-    Effect.flatMap(context.currentTimeMillis, (now) => {
-      const deadline = options.deadline(model)
-      return deadline !== undefined && now >= deadline.epochMillis
-        ? Effect.as(options.onDue(model, context), model)
-        : Effect.succeed(model)
+    Effect.flatMap(context.currentTimeMillis, (now): Effect.Effect<Model, E | InvalidDeadline, R> => {
+      const given = options.deadline(model)
+      if (given === undefined) return Effect.succeed(model)
+      // epoch millis are a time too; anything else fails the run (and reaches supervision), never "not due yet"
+      const deadline = makeDeadline(given)
+      if (Either.isLeft(deadline)) return Effect.fail(deadline.left)
+      return now >= deadline.right.epochMillis ? Effect.as(options.onDue(model, context), model) : Effect.succeed(model)
     })
 })

@@ -291,14 +291,16 @@ describe("Entity registry", () => {
       assert.strictEqual(negativeDelay._tag, "InvalidTimerDelay")
       const exit = yield* Effect.exit(Entity.makeRegistry(kind(1000, 0)))
       assert.isTrue(Exit.isSuccess(exit))
-      assert.throws(() =>
-        Entity.make<number, never>()({
-          name: "X",
-          initialize: () => Effect.succeed(0),
-          commands: {},
-          mailboxCapacity: 0
-        })
-      )
+      // a bad mailbox capacity used to throw from Entity.make; now make never throws and makeRegistry fails typed
+      const unbounded = Entity.make<number, never>()({
+        name: "X",
+        initialize: () => Effect.succeed(0),
+        commands: {},
+        mailboxCapacity: 0
+      })
+      const capacity = yield* Effect.flip(Entity.makeRegistry(unbounded))
+      assert.strictEqual(capacity._tag, "InvalidEntityDefinition")
+      assert.include(capacity.message, "invalid entity definition X (mailboxCapacity): must be a whole number >= 1")
       assert.isTrue(Entity.isEntity(kind(1)))
     }).pipe(Effect.scoped, Effect.provide(SystemLive))
   )
@@ -317,5 +319,139 @@ describe("Entity registry", () => {
       ])
       assert.deepStrictEqual(both, [1, 1])
     })
+  )
+})
+
+describe("bad input", () => {
+  const valid = {
+    name: "Bad",
+    initialize: () => Effect.succeed(0),
+    commands: { Ping: (_cmd: unknown, n: number) => Effect.succeed(n + 1) }
+  }
+  type Ping = { readonly _tag: "Ping" }
+  const definitionError = (fields: Record<string, unknown>) =>
+    Effect.flip(
+      Entity.makeRegistry(
+        Entity.make<number, Ping>()({ ...valid, ...fields } as unknown as Entity.Definition<number, Ping, never, never>)
+      )
+    )
+
+  it.effect(
+    "a definition makeRegistry cannot use is InvalidEntityDefinition naming the field (make never throws)",
+    () =>
+      Effect.gen(function* () {
+        const cases: ReadonlyArray<readonly [Record<string, unknown>, string, string]> = [
+          [{ name: "" }, "name", 'must be a non-empty string, got ""'],
+          [{ name: " " }, "name", "must be a non-empty string"],
+          [{ name: 3 }, "name", "got number 3"],
+          [{ initialize: Effect.succeed(0) }, "initialize", "must be a function returning an Effect, got an Effect"],
+          [{ commands: undefined }, "commands", "must be an object with one handler per command tag, got undefined"],
+          [{ commands: { Ping: "pong" } }, "commands.Ping", 'must be a function returning an Effect, got "pong"'],
+          [{ onSessionStart: 1 }, "onSessionStart", "got number 1"],
+          [{ onShutdown: Effect.void }, "onShutdown", "got an Effect"],
+          [{ timers: {} }, "timers", "must be an array of periodic timers, got an object"],
+          [{ timers: [null] }, "timers[0]", "must be an object such as { interval, run }, got null"],
+          [{ timers: [{ interval: 1000 }] }, "timers[0].run", "must be a function returning an Effect, got undefined"],
+          [
+            { timers: [{ name: "", interval: 1000, run: Effect.succeed }] },
+            "timers[0].name",
+            "must be a non-empty string"
+          ],
+          [{ mailboxCapacity: 0 }, "mailboxCapacity", "must be a whole number >= 1, got number 0"],
+          [{ mailboxCapacity: 2.5 }, "mailboxCapacity", "got number 2.5"]
+        ]
+        for (const [fields, field, reason] of cases) {
+          const error = yield* definitionError(fields)
+          assert.strictEqual(error._tag, "InvalidEntityDefinition")
+          assert.strictEqual((error as Entity.InvalidEntityDefinition).field, field)
+          assert.include(error.message, `(${field}): `)
+          assert.include(error.message, reason)
+        }
+        const notAKind = yield* Effect.flip(
+          Entity.makeRegistry({ name: "Fake" } as unknown as Entity.Entity<number, Ping, never, never>)
+        )
+        assert.include(notAKind.message, "an object is not an entity kind: make one with Entity.make")
+        const system = yield* ActorSystem.ActorSystem
+        assert.strictEqual((yield* system.stats).actors, 0)
+      }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect("an id that is not a non-empty string is InvalidEntityId: nothing is routed, nothing wakes", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const registry = yield* Entity.makeRegistry(makePlayer(probe))
+      for (const id of [undefined, 42, "", null]) {
+        const told = yield* Effect.flip(registry.tell(id as string, { _tag: "AddGold", amount: 1 }))
+        assert.strictEqual(told._tag, "InvalidEntityId")
+        assert.include(told.message, "an entity id must be a non-empty string")
+        assert.strictEqual((yield* Effect.flip(registry.startSession(id as string)))._tag, "InvalidEntityId")
+        assert.strictEqual((yield* Effect.flip(registry.sleep(id as string)))._tag, "InvalidEntityId")
+        assert.isFalse(yield* registry.isAwake(id as string))
+      }
+      const told = yield* Effect.flip(registry.tell(42 as unknown as string, { _tag: "AddGold", amount: 1 }))
+      assert.strictEqual(
+        told.message,
+        "invalid id number 42 for entity kind Player: an entity id must be a non-empty string"
+      )
+      yield* TestClock.adjust(0)
+      assert.deepStrictEqual(yield* registry.stats, { awake: 0, timers: 0, waiting: 0 })
+      assert.deepStrictEqual(yield* probe.receiveAll, [])
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect(
+    "a message that is not a command of the kind is InvalidCommand at tell (it used to restart the entity)",
+    () =>
+      Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const registry = yield* Entity.makeRegistry(makePlayer(probe))
+        yield* registry.tell("p1", { _tag: "AddGold", amount: 5 })
+        const cases: ReadonlyArray<readonly [unknown, string]> = [
+          [{ _tag: "AddGlod", amount: 1 }, 'invalid command "AddGlod" for entity kind Player: the kind has no handler'],
+          [{ _tag: "toString" }, 'invalid command "toString"'],
+          [
+            { amount: 1 },
+            "invalid command an object for entity kind Player: a command must be an object with a string _tag"
+          ],
+          [undefined, "invalid command undefined"],
+          ["AddGold", 'invalid command "AddGold" for entity kind Player: a command must be an object']
+        ]
+        for (const [command, message] of cases) {
+          const error = yield* Effect.flip(registry.tell("p1", command as Cmd))
+          assert.strictEqual(error._tag, "InvalidCommand")
+          assert.include(error.message, message)
+        }
+        assert.include(
+          (yield* Effect.flip(registry.tell("p1", { _tag: "Nope" } as never))).message,
+          "(its commands: AddGold"
+        )
+        // the entity kept its model: no restart happened
+        assert.strictEqual((yield* getModel(registry, "p1")).gold, 5)
+        assert.deepStrictEqual(
+          (yield* probe.receiveAll).map((r) => r.message),
+          ["p1:initialize@1"]
+        )
+      }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect("through a ref, what cannot be routed is a dead letter, and an ask fails with AskUndeliverable", () =>
+    Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const probe = yield* TestProbe.make<EventStream.DeadLetter>()
+      yield* system.eventStream.subscribe(probe.ref, EventStream.DeadLetter)
+      const registry = yield* Entity.makeRegistry(makePlayer(yield* TestProbe.make<string>()))
+      yield* registry.ref("p1").tell({ _tag: "Nope" } as never)
+      yield* registry.ref(undefined as unknown as string).tell({ _tag: "AddGold", amount: 1 })
+      const letters = yield* probe.receiveAll
+      assert.deepStrictEqual(
+        letters.map((r) => r.message.message),
+        [{ _tag: "Nope" }, { _tag: "AddGold", amount: 1 }]
+      )
+      const asked = yield* Effect.flip(
+        ActorRef.ask(registry.ref(""), (replyTo: ActorRef.ActorRef<Model>) => ({ _tag: "Get", replyTo }) as const)
+      )
+      assert.strictEqual(asked._tag, "AskUndeliverable")
+      assert.isFalse(yield* registry.isAwake("p1"), "nothing woke")
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
   )
 })

@@ -4,6 +4,7 @@ import { ActorRef, ActorSystem, Metrics } from "tickwork"
 import { TestProbe } from "tickwork/testkit"
 import * as Deadline from "../src/Deadline.js"
 import * as Entity from "../src/Entity.js"
+import * as EntityTimers from "../src/EntityTimers.js"
 import * as GameClock from "../src/GameClock.js"
 import { captureLogs, makeStallClock } from "./utils.js"
 
@@ -517,6 +518,123 @@ describe("checkDeadline", () => {
       assert.deepStrictEqual(yield* arrivals(probe), ["due with 1 ticks@3000"])
       assert.strictEqual((yield* registry.stats).timers, 0)
     }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+})
+
+describe("bad input", () => {
+  it.effect("intervals below the engine's 1 ms resolution are InvalidTimerInterval for every periodic timer", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const registry = yield* Entity.makeRegistry(makeKind(probe))
+      const flip = <A, E>(f: (ctx: Ctx) => Effect.Effect<A, E>) => Effect.flip(inEntity(registry, "e", f))
+      const cases = [
+        flip((ctx) => ctx.startPeriodicTimer(0.001, tick("x"))),
+        flip((ctx) => ctx.startPeriodicTimer(0, 0.5, tick("x"))),
+        flip((ctx) => ctx.startRandomizedPeriodicTimer(0.001, tick("x"))),
+        flip((ctx) => ctx.startRandomizedPeriodicTimer("999 micros", tick("x"))),
+        Effect.flip(Entity.makeRegistry(makeKind(probe, [{ name: "fast", interval: 0.001 }]))),
+        Effect.flip(Entity.makeRegistry(makeKind(probe, [{ name: "fast", interval: 0.5, initialDelay: 0 }])))
+      ]
+      for (const attempt of cases) {
+        const error = yield* attempt
+        assert.strictEqual(error._tag, "InvalidTimerInterval")
+        assert.include(error.message, "must be at least 1 ms, the timer engine's resolution")
+      }
+      assert.strictEqual((yield* registry.stats).timers, 0)
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect("at the 1 ms minimum the randomized first delay stays within [1, 2) ms: never 0", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const registry = yield* Entity.makeRegistry(makeKind(probe))
+      for (const id of ["low", "high"]) {
+        yield* inEntity(registry, id, (ctx) => ctx.startRandomizedPeriodicTimer(1, tick("t")))
+      }
+      yield* TestClock.adjust(0)
+      assert.deepStrictEqual(yield* arrivals(probe), [], "nothing at 0 ms")
+      yield* TestClock.adjust(1)
+      assert.deepStrictEqual(yield* arrivals(probe), ["low:t@1", "high:t@1"])
+    }).pipe(Effect.scoped, Effect.provide(SystemLive), Effect.withRandom(Random.fixed([0, 0.999999])))
+  )
+
+  it.effect("a periodic timer whose command has no handler is InvalidCommand (it used to fail at every tick)", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const registry = yield* Entity.makeRegistry(makeKind(probe))
+      const flip = <A, E>(f: (ctx: Ctx) => Effect.Effect<A, E>) => Effect.flip(inEntity(registry, "e", f))
+      const periodic = yield* flip((ctx) => ctx.startPeriodicTimer("1 second", { _tag: "Tock" } as unknown as Cmd))
+      assert.strictEqual(periodic._tag, "InvalidCommand")
+      assert.include(periodic.message, 'invalid command "Tock" for entity kind Timed: the kind has no handler for it')
+      const randomized = yield* flip((ctx) => ctx.startRandomizedPeriodicTimer("1 second", undefined as unknown as Cmd))
+      assert.strictEqual(randomized._tag, "InvalidCommand")
+      assert.include(randomized.message, "a command must be an object with a string _tag")
+      assert.strictEqual((yield* registry.stats).timers, 0)
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect("checkDeadline: a deadline that is not a usable time is InvalidDeadline; epoch millis are a time", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<string>()
+      const registry = yield* Entity.makeRegistry(makeKind(probe))
+      const check = (value: unknown) =>
+        inEntity(registry, "e", (ctx) =>
+          ctx.checkDeadline({ deadline: () => value as Deadline.Deadline, onDue: () => probe.ref.tell("due") })
+        )
+      for (const [value, reason] of [
+        ["tomorrow", '"tomorrow" is not a DateTime, a Deadline or epoch millis'],
+        [Number.NaN, "is not a time"],
+        [2 ** 60, "is outside the range a DateTime can represent"]
+      ] as const) {
+        const error = yield* Effect.flip(check(value))
+        assert.strictEqual(error._tag, "InvalidDeadline")
+        assert.include(error.message, reason)
+      }
+      assert.strictEqual((yield* registry.stats).timers, 0, "no one-shot armed at NaN")
+      const system = yield* ActorSystem.ActorSystem
+      assert.strictEqual((yield* system.stats).engineEntries, 0)
+      // epoch millis in the model work as a deadline
+      assert.isTrue(Option.isSome(yield* check(500)))
+      yield* TestClock.adjust("500 millis")
+      assert.deepStrictEqual(yield* arrivals(probe), ["due@500"])
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect("pollDeadline: a deadline that is not a usable time fails the run (supervision), never 'not due'", () =>
+    Effect.gen(function* () {
+      const { layer, logs } = captureLogs()
+      const probe = yield* TestProbe.make<string>()
+      yield* Effect.gen(function* () {
+        const kind = (deadline: unknown) =>
+          Entity.make<Model, Cmd>()({
+            name: "Poller",
+            initialize: () => Effect.succeed({ ticks: 0 }),
+            commands: {
+              Tick: (_cmd, model) => Effect.succeed(model),
+              Slow: (_cmd, model) => Effect.succeed(model),
+              Boom: (_cmd, model) => Effect.succeed(model),
+              Do: (_cmd, model) => Effect.succeed(model)
+            },
+            timers: [
+              EntityTimers.pollDeadline<Model, Cmd>({
+                name: "poll",
+                interval: 100,
+                initialDelay: 100,
+                deadline: () => deadline as Deadline.Deadline,
+                onDue: (_model, ctx) => probe.ref.tell(`${ctx.id}:due`)
+              })
+            ]
+          })
+        const good = yield* Entity.makeRegistry(kind(150))
+        yield* good.tell("millis", tick("start"))
+        const bad = yield* Entity.makeRegistry(kind("soon"))
+        yield* bad.tell("garbage", tick("start"))
+        yield* TestClock.adjust("250 millis")
+        assert.deepStrictEqual(yield* arrivals(probe), ["millis:due@200"])
+      }).pipe(Effect.scoped, Effect.provide(SystemLive), Effect.provide(layer))
+      const failed = logs.filter((l) => l.level === "ERROR" && l.annotations.actor === "/user/Poller:garbage")
+      assert.isAtLeast(failed.length, 1, "the failing poll reached supervision")
+    })
   )
 })
 

@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { pipeArguments } from "effect/Pipeable"
+import * as Predicate from "effect/Predicate"
 import * as Random from "effect/Random"
 import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
@@ -27,7 +28,17 @@ import {
   isDeadline,
   make as makeDeadline
 } from "../Deadline.js"
-import type { Command, Definition, Entity, EntityContext, EntityRegistry, RegistryStats } from "../Entity.js"
+import {
+  type Command,
+  type Definition,
+  type Entity,
+  type EntityContext,
+  type EntityRegistry,
+  InvalidCommand,
+  InvalidEntityDefinition,
+  InvalidEntityId,
+  type RegistryStats
+} from "../Entity.js"
 import type { PeriodicTimer } from "../EntityTimers.js"
 import type { LogContext } from "../LogContext.js"
 import type { Cancellable } from "../Scheduler.js"
@@ -42,6 +53,7 @@ import { Latch } from "./latch.js"
 import { captureFrom, withoutParentSpan } from "./logContext.js"
 import { BaseRef, type Delivery } from "./refs.js"
 import { alreadyCancelled } from "./scheduler.js"
+import { shown } from "./shown.js"
 import { TimerBook } from "./timerBook.js"
 
 export const TypeId: unique symbol = Symbol.for("tickwork/Entity")
@@ -60,19 +72,88 @@ const Proto = {
 export const make = <Model, Cmd extends Command, E, R>(
   definition: Definition<Model, Cmd, E, R>
 ): Entity<Model, Cmd, E, R> => {
-  const capacity = definition.mailboxCapacity
-  if (capacity !== undefined && !(Number.isInteger(capacity) && capacity > 0)) {
-    throw new RangeError(`mailbox capacity must be a positive integer, got ${capacity}`)
-  }
+  // a data constructor: what is wrong is reported by `makeRegistry` (a JavaScript caller may even pass nothing)
+  const given: Partial<Definition<Model, Cmd, E, R>> = definition ?? {}
   return Object.assign(Object.create(Proto), {
-    name: definition.name,
-    initialize: definition.initialize,
-    commands: definition.commands,
-    onSessionStart: definition.onSessionStart,
-    onShutdown: definition.onShutdown,
-    timers: definition.timers ?? [],
-    mailboxCapacity: capacity
+    name: given.name,
+    initialize: given.initialize,
+    commands: given.commands,
+    onSessionStart: given.onSessionStart,
+    onShutdown: given.onShutdown,
+    timers: given.timers ?? [],
+    mailboxCapacity: given.mailboxCapacity
   })
+}
+
+const notAFunction = (value: unknown): string =>
+  `must be a function returning an Effect, got ${Effect.isEffect(value) ? "an Effect" : shown(value)}`
+
+/** What `makeRegistry` cannot use in `entity` (the field and why), or undefined. Durations are checked later. */
+const definitionProblem = (entity: Entity<any, any, any, any>): readonly [string, string] | undefined => {
+  if (!Predicate.hasProperty(entity, TypeId))
+    return ["kind", `${shown(entity)} is not an entity kind: make one with Entity.make`]
+  if (typeof entity.name !== "string" || entity.name.trim() === "") {
+    return ["name", `must be a non-empty string, got ${shown(entity.name)}`]
+  }
+  if (typeof entity.initialize !== "function") return ["initialize", notAFunction(entity.initialize)]
+  const commands: unknown = entity.commands
+  if (typeof commands !== "object" || commands === null || Array.isArray(commands)) {
+    return ["commands", `must be an object with one handler per command tag, got ${shown(commands)}`]
+  }
+  for (const [tag, handler] of Object.entries(commands)) {
+    if (typeof handler !== "function") return [`commands.${tag}`, notAFunction(handler)]
+  }
+  for (const hook of ["onSessionStart", "onShutdown"] as const) {
+    if (entity[hook] !== undefined && typeof entity[hook] !== "function") return [hook, notAFunction(entity[hook])]
+  }
+  const timers: unknown = entity.timers
+  if (!Array.isArray(timers)) return ["timers", `must be an array of periodic timers, got ${shown(timers)}`]
+  for (const [index, timer] of timers.entries()) {
+    if (typeof timer !== "object" || timer === null) {
+      return [`timers[${index}]`, `must be an object such as { interval, run }, got ${shown(timer)}`]
+    }
+    const { name, run } = timer as PeriodicTimer<any, any, any, any>
+    if (name !== undefined && (typeof name !== "string" || name.trim() === "")) {
+      return [`timers[${index}].name`, `must be a non-empty string when given, got ${shown(name)}`]
+    }
+    if (typeof run !== "function") return [`timers[${index}].run`, notAFunction(run)]
+  }
+  const capacity = entity.mailboxCapacity
+  if (capacity !== undefined && !(Number.isSafeInteger(capacity) && capacity > 0)) {
+    return ["mailboxCapacity", `must be a whole number >= 1, got ${shown(capacity)}`]
+  }
+  return undefined
+}
+
+/** Why `id` cannot address an entity of `kind`, or undefined: ids are non-empty strings and are never converted. */
+const idProblem = (kind: string, id: unknown): InvalidEntityId | undefined =>
+  typeof id === "string" && id !== ""
+    ? undefined
+    : new InvalidEntityId({ kind, id: shown(id), reason: "an entity id must be a non-empty string" })
+
+/** The handler of `command` in `commands`, own properties only (`toString` is no command). */
+const handlerOf = (commands: object, command: unknown): Function | undefined => {
+  const tag = (command as { readonly _tag?: unknown } | null | undefined)?._tag
+  return typeof tag === "string" && Object.hasOwn(commands, tag)
+    ? (commands as Record<string, Function>)[tag]
+    : undefined
+}
+
+/** Why `command` is not a command of `kind`, or undefined. */
+const commandProblem = (kind: Entity<any, any, any, any>, command: unknown): InvalidCommand | undefined => {
+  if (handlerOf(kind.commands, command) !== undefined) return undefined
+  const tag = (command as { readonly _tag?: unknown } | null | undefined)?._tag
+  return typeof tag === "string"
+    ? new InvalidCommand({
+        kind: kind.name,
+        command: JSON.stringify(tag),
+        reason: `the kind has no handler for it (its commands: ${Object.keys(kind.commands).join(", ") || "none"})`
+      })
+    : new InvalidCommand({
+        kind: kind.name,
+        command: shown(command),
+        reason: "a command must be an object with a string _tag"
+      })
 }
 
 /** A declarative timer with its durations decoded. */
@@ -203,10 +284,9 @@ class Incarnation<Model, Cmd extends Command>
   handleCommand(command: Cmd): Effect.Effect<this, unknown> {
     // suspended: a handler that throws, or a message that is not a command, fails the actor under its supervision
     return Effect.suspend(() => {
-      const tag = (command as { readonly _tag?: unknown } | null | undefined)?._tag
-      const handler =
-        typeof tag === "string" ? (this.registry.entity.commands as Record<string, Function>)[tag] : undefined
+      const handler = handlerOf(this.registry.entity.commands, command)
       if (handler === undefined) {
+        const tag = (command as { readonly _tag?: unknown } | null | undefined)?._tag
         return Effect.dieMessage(`entity ${this.registry.kind}: no handler for command ${JSON.stringify(tag)}`)
       }
       return Effect.map(handler(command, this.model, this.context) as Effect.Effect<Model, unknown>, (model) => {
@@ -292,19 +372,25 @@ class IncarnationContext<Model, Cmd extends Command> implements EntityContext<Mo
     })
   }
 
-  startPeriodicTimer(interval: Duration.DurationInput, command: Cmd): Effect.Effect<Cancellable, InvalidTimerInterval>
+  startPeriodicTimer(
+    interval: Duration.DurationInput,
+    command: Cmd
+  ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidCommand>
   startPeriodicTimer(
     initialDelay: Duration.DurationInput,
     interval: Duration.DurationInput,
     command: Cmd
-  ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay>
+  ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay | InvalidCommand>
   startPeriodicTimer(
     ...args: [Duration.DurationInput, Cmd] | [Duration.DurationInput, Duration.DurationInput, Cmd]
-  ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay> {
-    return Effect.suspend((): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay> => {
+  ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay | InvalidCommand> {
+    return Effect.suspend((): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay | InvalidCommand> => {
       const [initialDelay, interval, command] = args.length === 2 ? [undefined, args[0], args[1]] : args
       const period = periodMillis(interval, initialDelay)
       if (Either.isLeft(period)) return Effect.fail(period.left)
+      // a command without a handler would fail the entity at every tick: refuse it now
+      const invalid = commandProblem(this.inc.registry.entity, command)
+      if (invalid !== undefined) return Effect.fail(invalid)
       return Effect.sync(() => this.commandTimer(period.right.every, period.right.first, command))
     })
   }
@@ -312,10 +398,12 @@ class IncarnationContext<Model, Cmd extends Command> implements EntityContext<Mo
   startRandomizedPeriodicTimer(
     interval: Duration.DurationInput,
     command: Cmd
-  ): Effect.Effect<Cancellable, InvalidTimerInterval> {
-    return Effect.suspend(() => {
+  ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidCommand> {
+    return Effect.suspend((): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidCommand> => {
       const every = intervalMillis(interval)
       if (Either.isLeft(every)) return Effect.fail(every.left)
+      const invalid = commandProblem(this.inc.registry.entity, command)
+      if (invalid !== undefined) return Effect.fail(invalid)
       return Effect.map(Random.next, (u) =>
         this.commandTimer(every.right, randomizedFirstDelay(every.right, u), command)
       )
@@ -348,22 +436,28 @@ class IncarnationContext<Model, Cmd extends Command> implements EntityContext<Mo
   checkDeadline<E, R>(options: {
     readonly deadline: (model: Model) => Deadline | undefined
     readonly onDue: (model: Model) => Effect.Effect<unknown, E, R>
-  }): Effect.Effect<Option.Option<Cancellable>, E, R> {
+  }): Effect.Effect<Option.Option<Cancellable>, E | InvalidDeadline, R> {
     const inc = this.inc
     return Effect.flatMap(Effect.context<R>(), (services) => {
-      const check: Effect.Effect<Option.Option<Cancellable>, E> = Effect.suspend(() => {
-        if (!inc.initialized) return Effect.flatMap(this.model, () => Effect.succeedNone)
-        const deadline = options.deadline(inc.model)
-        if (deadline === undefined) return Effect.succeedNone
-        if (inc.gameNow() >= deadline.epochMillis) {
-          return Effect.as(Effect.provide(options.onDue(inc.model), services), Option.none())
+      const check: Effect.Effect<Option.Option<Cancellable>, E | InvalidDeadline> = Effect.suspend(
+        (): Effect.Effect<Option.Option<Cancellable>, E | InvalidDeadline> => {
+          if (!inc.initialized) return Effect.flatMap(this.model, () => Effect.succeedNone)
+          const given = options.deadline(inc.model)
+          if (given === undefined) return Effect.succeedNone
+          // what the model holds may be epoch millis or garbage: never arm a one-shot at NaN
+          const made = makeDeadline(given)
+          if (Either.isLeft(made)) return Effect.fail(made.left)
+          const deadline = made.right
+          if (inc.gameNow() >= deadline.epochMillis) {
+            return Effect.as(Effect.provide(options.onDue(inc.model), services), Option.none())
+          }
+          // Ahead: one-shot at the deadline that runs this same check again, re-reading the model.
+          return Effect.map(
+            inc.startOneShot(check, deadline.epochMillis - inc.registry.clock.offsetMillis, deadline.epochMillis),
+            Option.some
+          )
         }
-        // Ahead: one-shot at the deadline that runs this same check again, re-reading the model.
-        return Effect.map(
-          inc.startOneShot(check, deadline.epochMillis - inc.registry.clock.offsetMillis, deadline.epochMillis),
-          Option.some
-        )
-      })
+      )
       return check
     })
   }
@@ -467,7 +561,13 @@ class RoutingRef<Cmd> extends BaseRef<Cmd> {
   }
 
   deliver(message: Cmd, _sender: ActorRef<any> | undefined, logContext: LogContext | undefined): Delivery {
-    return this.registry.route(this.id, message, logContext)
+    // a ref cannot fail: what it cannot route is a dead letter (and an ask fails with AskUndeliverable)
+    const registry = this.registry
+    if (idProblem(registry.kind, this.id) !== undefined || commandProblem(registry.entity, message) !== undefined) {
+      registry.deadLetter(message)
+      return "stopped"
+    }
+    return registry.route(this.id, message, logContext)
   }
 }
 
@@ -579,7 +679,7 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
     if (entry !== undefined && entry.cell === inc.cell) entry.draining = true
   }
 
-  private deadLetter(message: unknown): void {
+  deadLetter(message: unknown): void {
     if (message !== SLEEP && message !== SESSION_START) this.system.deadLetters.unsafeTell(message)
   }
 
@@ -614,20 +714,26 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
 
   // The public methods are bound, so they can be passed around: `Effect.forEach(ids, players.sleep)`.
 
-  readonly tell = (id: string, command: Cmd): Effect.Effect<void> =>
+  readonly tell = (id: string, command: Cmd): Effect.Effect<void, InvalidEntityId | InvalidCommand> =>
     Effect.withFiberRuntime((fiber) => {
+      const invalid = idProblem(this.kind, id) ?? commandProblem(this.entity, command)
+      if (invalid !== undefined) return Effect.fail(invalid)
       this.route(id, command, captureFrom(fiber))
       return Effect.void
     })
 
-  readonly startSession = (id: string): Effect.Effect<void> =>
+  readonly startSession = (id: string): Effect.Effect<void, InvalidEntityId> =>
     Effect.withFiberRuntime((fiber) => {
+      const invalid = idProblem(this.kind, id)
+      if (invalid !== undefined) return Effect.fail(invalid)
       this.route(id, SESSION_START, captureFrom(fiber))
       return Effect.void
     })
 
-  readonly sleep = (id: string): Effect.Effect<void> =>
+  readonly sleep = (id: string): Effect.Effect<void, InvalidEntityId> =>
     Effect.withFiberRuntime((fiber) => {
+      const invalid = idProblem(this.kind, id)
+      if (invalid !== undefined) return Effect.fail(invalid)
       const entry = this.requestSleep(id)
       // From inside the entity itself, waiting would deadlock: it sleeps after the current message.
       if (entry === undefined || (entry.cell !== undefined && entry.cell.fiber === fiber)) return Effect.void
@@ -661,8 +767,17 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
 
 export const makeRegistry = <Model, Cmd extends Command, E, R>(
   entity: Entity<Model, Cmd, E, R>
-): Effect.Effect<EntityRegistry<Cmd>, InvalidTimerInterval | InvalidTimerDelay, R | ActorSystem | Scope.Scope> =>
+): Effect.Effect<
+  EntityRegistry<Cmd>,
+  InvalidEntityDefinition | InvalidTimerInterval | InvalidTimerDelay,
+  R | ActorSystem | Scope.Scope
+> =>
   Effect.gen(function* () {
+    const problem = definitionProblem(entity)
+    if (problem !== undefined) {
+      const kind = String((entity as { readonly name?: unknown } | undefined)?.name)
+      return yield* new InvalidEntityDefinition({ kind, field: problem[0], reason: problem[1] })
+    }
     const declarative = yield* resolveTimers(entity.timers)
     const system = yield* ActorSystem
     const runtime = yield* Effect.runtime<R>()
