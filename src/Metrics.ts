@@ -28,12 +28,14 @@ export type TimerKind =
 
 /**
  * Why a tick was dropped (`reason`): the owner's bounded mailbox was full, the timer was cancelled or replaced (or
- * belonged to a dead incarnation) while the tick waited in the mailbox, or the owner had stopped.
+ * belonged to a dead incarnation) while the tick waited in the mailbox, the owner had stopped, or (`missed`) an entity
+ * periodic timer's invocation came due while the previous one was still queued or running, or while the process was
+ * paused.
  *
  * @since 0.1.0
  * @category models
  */
-export type DropReason = "mailbox_full" | "stale" | "owner_stopped"
+export type DropReason = "mailbox_full" | "stale" | "owner_stopped" | "missed"
 
 /**
  * Timers armed in the timer engine of the system named `system` (a gauge tagged `system`).
