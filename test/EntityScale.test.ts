@@ -67,7 +67,14 @@ describe("entity timers at scale", () => {
           return undefined
         }
       }
-      const owner: TimerOwner = { target, driver, release: () => {}, runCommand: () => Effect.void }
+      const owner: TimerOwner = {
+        target,
+        driver,
+        release: () => {},
+        runCommand: () => Effect.void,
+        path: "/user/scale",
+        logDetached: () => {}
+      }
       yield* Effect.forkScoped(driver.run)
       // 100k entities start at t = 0 (a wave of logins); each arms its poll with a first delay drawn from Random
       for (let i = 0; i < N; i++) {

@@ -1,12 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, type Duration, Effect, type Exit, Layer, Metric, Option, Random, TestClock } from "effect"
+import { DateTime, type Duration, Effect, type Exit, Fiber, Layer, Metric, Option, Random, TestClock } from "effect"
 import { ActorRef, ActorSystem, Metrics } from "tickwork"
 import { TestProbe } from "tickwork/testkit"
 import * as Deadline from "../src/Deadline.js"
 import * as Entity from "../src/Entity.js"
 import * as EntityTimers from "../src/EntityTimers.js"
 import * as GameClock from "../src/GameClock.js"
-import { captureLogs, makeStallClock } from "./utils.js"
+import { type CapturedLog, captureLogs, makeStallClock } from "./utils.js"
 
 const SystemLive = ActorSystem.layer({ name: "entity-timers" })
 
@@ -518,6 +518,117 @@ describe("checkDeadline", () => {
       assert.deepStrictEqual(yield* arrivals(probe), ["due with 1 ticks@3000"])
       assert.strictEqual((yield* registry.stats).timers, 0)
     }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+})
+
+describe("drops are always reported", () => {
+  const missedCount = Effect.map(Metric.value(Metrics.ticksDropped("missed")), (state) => state.count)
+  const warningsOf = (logs: ReadonlyArray<CapturedLog>) =>
+    logs.filter((l) => l.level === "WARN" && l.message.includes("missed invocation"))
+
+  it.effect("drops followed by a run: the run reports them, and they are counted as ticksDropped('missed')", () =>
+    Effect.gen(function* () {
+      const { layer, logs } = captureLogs()
+      const before = yield* missedCount
+      yield* Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const registry = yield* Entity.makeRegistry(
+          makeKind(probe, [{ name: "slow", interval: 100, initialDelay: 100, slowMillis: 250 }])
+        )
+        yield* registry.tell("e", tick("start"))
+        yield* TestClock.adjust("399 millis")
+        assert.strictEqual((yield* missedCount) - before, 2, "200 and 300, counted as they were dropped")
+        assert.deepStrictEqual(warningsOf(logs), [], "not reported yet: no run since")
+        yield* TestClock.adjust("1 millis")
+      }).pipe(Effect.scoped, Effect.provide(SystemLive), Effect.provide(layer))
+      const warnings = warningsOf(logs)
+      assert.strictEqual(warnings.length, 1)
+      assert.include(warnings[0]!.message, 'periodic timer "slow" dropped 2 missed invocations (')
+    })
+  )
+
+  it.effect("drops not followed by a run are reported when the entity sleeps", () =>
+    Effect.gen(function* () {
+      const { layer, logs } = captureLogs()
+      const before = yield* missedCount
+      yield* Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const registry = yield* Entity.makeRegistry(
+          makeKind(probe, [{ name: "slow", interval: 100, initialDelay: 100, slowMillis: 250 }])
+        )
+        yield* registry.tell("e", tick("start"))
+        yield* TestClock.adjust("250 millis") // the run of 100 lasts until 350: 200 is dropped, then 300
+        const sleeping = yield* Effect.fork(registry.sleep("e")) // handled after that run, before the next
+        yield* TestClock.adjust("100 millis")
+        yield* Fiber.join(sleeping)
+        assert.isFalse(yield* registry.isAwake("e"))
+        assert.deepStrictEqual(
+          (yield* probe.receiveAll).map((r) => r.message),
+          ["e:start", "e:slow"]
+        )
+      }).pipe(Effect.scoped, Effect.provide(SystemLive), Effect.provide(layer))
+      assert.strictEqual((yield* missedCount) - before, 2)
+      const warnings = warningsOf(logs)
+      assert.strictEqual(warnings.length, 1, "reported once, at the stop")
+      assert.include(
+        warnings[0]!.message,
+        'periodic timer "slow" dropped 2 missed invocations before its entity stopped'
+      )
+      assert.strictEqual(warnings[0]!.annotations.dropped, 2)
+      assert.strictEqual(warnings[0]!.annotations.timer, "slow")
+      assert.strictEqual(warnings[0]!.annotations.actor, "/user/Timed:e")
+    })
+  )
+
+  it.effect("drops not followed by a run are reported when the timer is cancelled (cancel and unsafeCancel)", () =>
+    Effect.gen(function* () {
+      const { layer, logs } = captureLogs()
+      const before = yield* missedCount
+      yield* Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const registry = yield* Entity.makeRegistry(makeKind(probe))
+        const slow: Cmd = { _tag: "Slow", label: "s", millis: 250 }
+        const first = yield* inEntity(registry, "a", (ctx) => ctx.startPeriodicTimer(100, 100, slow))
+        const second = yield* inEntity(registry, "b", (ctx) => ctx.startPeriodicTimer(100, 100, slow))
+        yield* TestClock.adjust("360 millis") // each ran 100..350 and dropped 200 and 300
+        assert.isTrue(yield* first.cancel)
+        assert.isTrue(second.unsafeCancel()) // from outside a fiber: logged on a fiber of the registry's
+        assert.isFalse(yield* first.cancel, "a second cancel reports nothing")
+        yield* TestClock.adjust("1 second")
+      }).pipe(Effect.scoped, Effect.provide(SystemLive), Effect.provide(layer))
+      assert.strictEqual((yield* missedCount) - before, 4)
+      const warnings = warningsOf(logs)
+      assert.deepStrictEqual(
+        warnings.map((w) => [w.annotations.actor, w.annotations.dropped]),
+        [
+          ["/user/Timed:a", 2],
+          ["/user/Timed:b", 2]
+        ]
+      )
+      for (const w of warnings) assert.include(w.message, "dropped 2 missed invocations before it was cancelled")
+    })
+  )
+
+  it.effect("drops not followed by a run are reported when the entity restarts after a failure", () =>
+    Effect.gen(function* () {
+      const { layer, logs } = captureLogs()
+      yield* Effect.gen(function* () {
+        const probe = yield* TestProbe.make<string>()
+        const registry = yield* Entity.makeRegistry(
+          makeKind(probe, [{ name: "slow", interval: 100, initialDelay: 100, slowMillis: 250 }])
+        )
+        yield* registry.tell("e", tick("start"))
+        yield* TestClock.adjust("250 millis")
+        yield* registry.tell("e", { _tag: "Boom" }) // handled at 350, before the run of 400: a restart
+        yield* TestClock.adjust("100 millis")
+      }).pipe(Effect.scoped, Effect.provide(SystemLive), Effect.provide(layer))
+      const warnings = warningsOf(logs)
+      assert.isAtLeast(warnings.length, 1)
+      assert.include(
+        warnings[0]!.message,
+        'periodic timer "slow" dropped 2 missed invocations before its entity stopped'
+      )
+    })
   )
 })
 

@@ -48,7 +48,7 @@ import { withHooks } from "./actorHooks.js"
 import { spawnOwned } from "./actorSystem.js"
 import { delayMillis, intervalMillis, periodMillis } from "./duration.js"
 import { currentState, GameClockState } from "./entityGameClock.js"
-import { OneShotEntry, PeriodicEntry, randomizedFirstDelay, type TimerOwner } from "./entityTimers.js"
+import { missedWarning, OneShotEntry, PeriodicEntry, randomizedFirstDelay, type TimerOwner } from "./entityTimers.js"
 import { Latch } from "./latch.js"
 import { captureFrom, withoutParentSpan } from "./logContext.js"
 import { BaseRef, type Delivery } from "./refs.js"
@@ -193,6 +193,12 @@ const SLEEP = new SleepRequest()
 
 type EntityTimerEntry = PeriodicEntry | OneShotEntry
 
+/**
+ * Drops of periodic timers stopped with an incarnation, until `reportStopped` logs them: kept aside (not in a field)
+ * because few incarnations ever have any.
+ */
+const unreportedMisses = new WeakMap<object, Array<readonly [name: string, missed: number]>>()
+
 /** One incarnation of an entity: its model, its context and its timers. The actor's state is this object. */
 class Incarnation<Model, Cmd extends Command>
   extends TimerBook<EntityTimerEntry, EntityTimerEntry>
@@ -241,13 +247,46 @@ class Incarnation<Model, Cmd extends Command>
     return this.driver.now() + this.registry.clock.offsetMillis
   }
 
-  /** Cancels every timer; from now on nothing new is armed. */
+  /**
+   * Cancels every timer; from now on nothing new is armed. Invocations its periodic timers dropped since their last
+   * run are kept for `reportStopped` (this runs synchronously, from the cell, where nothing can be logged).
+   */
   stopTimers(): void {
     this.stopping = true
     const timers = this.timerList()
     this.registry.timers -= timers.length
     this.clearTimers()
-    for (const timer of timers) timer.stop()
+    for (const timer of timers) {
+      timer.stop()
+      const missed = timer instanceof PeriodicEntry ? timer.takeMissed() : 0
+      if (missed > 0) {
+        let pending = unreportedMisses.get(this)
+        if (pending === undefined) unreportedMisses.set(this, (pending = []))
+        pending.push([(timer as PeriodicEntry).name, missed])
+      }
+    }
+  }
+
+  /** `stopTimers`, then `reportStopped`: for a restart and a failed start. */
+  readonly stopAndReport: Effect.Effect<void> = Effect.suspend(() => {
+    this.stopTimers()
+    return this.reportStopped()
+  })
+
+  /** Logs the drops `stopTimers` kept: at postStop, preRestart, or a failed start (on the actor's fiber). */
+  reportStopped(): Effect.Effect<void> {
+    const pending = unreportedMisses.get(this)
+    if (pending === undefined) return Effect.void
+    unreportedMisses.delete(this)
+    return Effect.forEach(pending, ([name, missed]) => missedWarning(name, missed, "stopped"), { discard: true })
+  }
+
+  get path(): string {
+    return this.cell.path
+  }
+
+  logDetached(warning: Effect.Effect<void>): void {
+    Runtime.runFork(this.registry.runtime)(warning)
   }
 
   startPeriodic(
@@ -312,15 +351,21 @@ class Incarnation<Model, Cmd extends Command>
     return this.handleCommand(message as Cmd)
   }
 
-  /** postStop: timers first, then the registry learns that this incarnation is going, then `onShutdown`. */
+  /**
+   * postStop: timers first (and the drops they leave unreported), then the registry learns that this incarnation is
+   * going, then `onShutdown`.
+   */
   shutdown(): Effect.Effect<void> {
     return Effect.suspend(() => {
       this.stopTimers()
       this.registry.incarnationStopping(this)
       const onShutdown = this.registry.entity.onShutdown
-      return this.initialized && onShutdown !== undefined
-        ? (onShutdown(this.model, this.context) as Effect.Effect<void>)
-        : Effect.void
+      return Effect.zipRight(
+        this.reportStopped(),
+        this.initialized && onShutdown !== undefined
+          ? (onShutdown(this.model, this.context) as Effect.Effect<void>)
+          : Effect.void
+      )
     })
   }
 }
@@ -510,12 +555,12 @@ const makeActor = <Model, Cmd extends Command, E, R>(
           }),
           Effect.as(inc),
           // A failed start cancels what initialize may have armed; the actor stops without postStop.
-          Effect.onError(() => Effect.sync(() => inc.stopTimers()))
+          Effect.onError(() => inc.stopAndReport)
         )
       }),
     receive: (message, _actorContext, inc) => inc.receive(message) as Effect.Effect<Incarnation<Model, Cmd>, E, R>,
     postStop: (_actorContext, inc) => inc.shutdown() as Effect.Effect<void, never, R>,
-    preRestart: (_actorContext, inc) => Effect.sync(() => inc.stopTimers())
+    preRestart: (_actorContext, inc) => inc.stopAndReport
   })
   const sized = entity.mailboxCapacity === undefined ? actor : Actor.withMailboxCapacity(actor, entity.mailboxCapacity)
   // The cell's owner is the entity's entry: one hook serves every entity of the registry (no closure per entity).
@@ -584,7 +629,7 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
     readonly entity: Entity<Model, Cmd, E, R>,
     private readonly declarative: ReadonlyArray<ResolvedTimer<Model, Cmd, E, R>>,
     private readonly system: ActorSystemService,
-    private readonly runtime: Runtime.Runtime<R>,
+    readonly runtime: Runtime.Runtime<R>,
     readonly clock: GameClockState
   ) {}
 

@@ -6,16 +6,22 @@
  * Periodic timers keep a fixed grid from their first due time, and never have more than one invocation queued or
  * running. An invocation is *missed* when its due time passes while the previous one is still queued or running (a
  * slow handler) or while the driver could not run (a paused process: it wakes after several grid points at once).
- * Missed invocations are dropped, not caught up; the next invocation that runs logs one warning with their count.
+ * Missed invocations are dropped, not caught up, and counted in `ticksDropped("missed")` as they are; one warning
+ * with their count is logged by the next invocation that runs, or, if none runs, when the timer is cancelled or its
+ * entity stops (sleep, restart, shutdown): a drop is never left unreported.
  * Keeping the grid (instead of re-arming from "now") preserves the randomized phase, so entities that were spread
  * out stay spread out after a pause.
  */
 import * as Effect from "effect/Effect"
+import { ticksDropped } from "../Metrics.js"
 import type { Cancellable } from "../Scheduler.js"
 import type { GameClockState, GameTimer } from "./entityGameClock.js"
 import { cancelEffect } from "./scheduler.js"
 import { FLAG_FREE, MailboxTick } from "./tick.js"
 import type { TimerDriver } from "./timerDriver.js"
+
+/** The one empty tag array metric updates pass (Effect caches a metric's hook per tag-array identity). */
+const NO_TAGS: ReadonlyArray<never> = []
 
 /** Where a tick goes when it fires; `ActorCell` is one. */
 export interface TickTarget {
@@ -30,6 +36,10 @@ export interface TimerOwner {
   release(entry: EntityTimer): void
   /** One invocation of a command timer: the command handled on the owner's fiber. */
   runCommand(command: unknown): Effect.Effect<unknown, unknown>
+  /** The owner's actor path, for warnings logged off its fiber. */
+  readonly path: string
+  /** Runs a warning from code outside a fiber (`unsafeCancel`), with the owner's services. */
+  logDetached(warning: Effect.Effect<void>): void
 }
 
 /** What every entity timer supports. */
@@ -48,10 +58,19 @@ export const randomizedFirstDelay = (interval: number, u: number): number => {
   return low + Math.min(span - 1, Math.floor(u * span))
 }
 
-/** Missed invocations are reported through this warning, with their count. */
-export const missedWarning = (name: string, dropped: number): Effect.Effect<void> =>
+/** When missed invocations are reported: at the next run, or instead when no run follows. */
+export type MissedReport = "run" | "cancelled" | "stopped"
+
+const MISSED_WHEN: Record<MissedReport, string> = {
+  run: "",
+  cancelled: " before it was cancelled",
+  stopped: " before its entity stopped"
+}
+
+/** Missed invocations are reported through this warning, with their count (they were counted as they were dropped). */
+export const missedWarning = (name: string, dropped: number, when: MissedReport = "run"): Effect.Effect<void> =>
   Effect.logWarning(
-    `periodic timer "${name}" dropped ${dropped} missed invocation${dropped === 1 ? "" : "s"} ` +
+    `periodic timer "${name}" dropped ${dropped} missed invocation${dropped === 1 ? "" : "s"}${MISSED_WHEN[when]} ` +
       "(the handler ran longer than the interval or the process was paused)"
   ).pipe(Effect.annotateLogs({ timer: name, dropped }))
 
@@ -94,11 +113,13 @@ export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellab
     // Grid points that passed while the driver could not run (a paused process) are dropped.
     const skipped = now - due >= this.interval ? Math.floor((now - due) / this.interval) : 0
     driver.schedule(this, due + (skipped + 1) * this.interval)
-    if (this.busy) {
-      this.missed += skipped + 1
-      return undefined
+    const busy = this.busy
+    const dropped = busy ? skipped + 1 : skipped
+    if (dropped > 0) {
+      this.missed += dropped
+      ticksDropped("missed").unsafeUpdate(dropped, NO_TAGS)
     }
-    this.missed += skipped
+    if (busy) return undefined
     this.busy = true
     return this.owner.target.offerTick(this, due, now)
   }
@@ -111,9 +132,15 @@ export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellab
     this.busy = false
   }
 
-  override handler(): Effect.Effect<unknown, unknown> {
+  /** The invocations dropped since the last report; whoever takes them reports them. */
+  takeMissed(): number {
     const missed = this.missed
     this.missed = 0
+    return missed
+  }
+
+  override handler(): Effect.Effect<unknown, unknown> {
+    const missed = this.takeMissed()
     const once = this.run ?? this.owner.runCommand(this.message)
     const run = missed === 0 ? once : Effect.zipRight(missedWarning(this.name, missed), once)
     // Built per invocation, not kept per timer: a pending timer is only its fields.
@@ -130,16 +157,33 @@ export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellab
     this.owner.driver.cancel(this)
   }
 
-  unsafeCancel(): boolean {
-    if (!this.active) return false
+  /** Cancels; the invocations dropped since the last run (to report), or undefined when it was not active. */
+  private cancelNow(): number | undefined {
+    if (!this.active) return undefined
     this.stop()
     this.owner.release(this)
+    return this.takeMissed()
+  }
+
+  /** The warning for drops that no run will report, annotated with the actor (it may be logged off its fiber). */
+  private cancelledWarning(missed: number): Effect.Effect<void> {
+    return Effect.annotateLogs(missedWarning(this.name, missed, "cancelled"), "actor", this.owner.path)
+  }
+
+  unsafeCancel(): boolean {
+    const missed = this.cancelNow()
+    if (missed === undefined) return false
+    if (missed > 0) this.owner.logDetached(this.cancelledWarning(missed))
     return true
   }
 
   // Getters rather than fields: a timer costs no effect objects until someone asks.
   get cancel(): Effect.Effect<boolean> {
-    return cancelEffect(this)
+    return Effect.suspend(() => {
+      const missed = this.cancelNow()
+      if (missed === undefined) return Effect.succeed(false)
+      return missed === 0 ? Effect.succeed(true) : Effect.as(this.cancelledWarning(missed), true)
+    })
   }
 
   get isCancelled(): Effect.Effect<boolean> {
