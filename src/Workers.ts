@@ -35,6 +35,7 @@ import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import type * as Types from "effect/Types"
 import { positiveDuration } from "./internal/duration.js"
+import { shown } from "./internal/shown.js"
 import {
   type Admitted,
   WorkerCallTypeId as CallTypeId,
@@ -220,6 +221,41 @@ export class InvalidWorkersOptions extends Data.TaggedError("InvalidWorkersOptio
 }
 
 /**
+ * A CPU task cannot run: the value is not a `CpuTask`, or `cpuTask` was given a module that is not a URL, an empty
+ * name, an `input`/`output` that is not a Schema, or a `run` that is not a function. `cpuTask` never throws; the call
+ * that would run the task fails with this error instead, before anything is sent to a thread.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { Workers } from "tickwork"
+ *
+ * // `import.meta.dirname` is a path, not the module's URL: every call fails with InvalidCpuTask
+ * const misplaced = Workers.cpuTask(import.meta.dirname, {
+ *   name: "double",
+ *   input: Schema.Number,
+ *   output: Schema.Number,
+ *   run: (n) => n * 2
+ * })
+ * const program = Workers.run(misplaced, 2).pipe(
+ *   Effect.catchTag("InvalidCpuTask", (error) => Effect.logError(error.message))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidCpuTask extends Data.TaggedError("InvalidCpuTask")<{
+  /** The task's name, or the value shown as text when it is not a task. */
+  readonly task: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `cpu task ${this.task} cannot run: ${this.reason}`
+  }
+}
+
+/**
  * Why a CPU worker call failed.
  *
  * @example
@@ -243,7 +279,7 @@ export class InvalidWorkersOptions extends Data.TaggedError("InvalidWorkersOptio
  * @since 0.1.0
  * @category errors
  */
-export type CpuTaskError = CpuTaskFailed | CpuTaskNotFound | WorkerQueueFull | WorkerFailure
+export type CpuTaskError = CpuTaskFailed | CpuTaskNotFound | WorkerQueueFull | WorkerFailure | InvalidCpuTask
 
 // ------------------------------------------------------------------------------------------------------------ tasks
 
@@ -323,7 +359,8 @@ const CpuTaskProto = {
 /**
  * Defines a CPU task in the module whose `import.meta.url` is given. The module must define it at its top level, so
  * that a worker thread importing the module registers it too. Defining the same name again in the same module
- * replaces the task. An unparsable module URL is a programmer error and throws.
+ * replaces the task. It never throws: a module that is not a URL, an empty name, an `input` or `output` that is not a
+ * Schema or a `run` that is not a function make every call of the task fail with `InvalidCpuTask`.
  *
  * @example
  * ```ts
@@ -350,16 +387,46 @@ const CpuTaskProto = {
  * @category constructors
  */
 export const cpuTask = <I, IE, O, OE>(module: string | URL, options: CpuTaskOptions<I, IE, O, OE>): CpuTask<I, O> => {
-  const url = new URL(module).href
+  const given: Partial<CpuTaskOptions<I, IE, O, OE>> = options ?? {}
+  const url = URL.canParse(String(module)) ? new URL(module).href : undefined
   const task: CpuTask<I, O> = Object.assign(Object.create(CpuTaskProto), {
-    name: options.name,
-    module: url,
-    input: options.input,
-    output: options.output,
-    run: options.run
+    name: given.name,
+    module: url ?? String(module),
+    input: given.input,
+    output: given.output,
+    run: given.run
   })
-  taskRegistry().set(taskKey(url, options.name), task)
+  const problem = definitionProblem(url, given)
+  // an unusable task is not registered: the call that would run it reports the problem instead
+  if (problem === undefined) taskRegistry().set(taskKey(task.module, task.name), task)
+  else Object.defineProperty(task, ProblemKey, { value: problem, enumerable: false })
   return task
+}
+
+/** Where `cpuTask` leaves why a task cannot run (hidden: not enumerable). */
+const ProblemKey: unique symbol = Symbol.for("tickwork/Workers/CpuTask/problem")
+
+const definitionProblem = (url: string | undefined, options: Partial<CpuTaskOptions<any, any, any, any>>) => {
+  if (url === undefined) return "the module must be its URL: pass import.meta.url"
+  if (typeof options.name !== "string" || options.name.trim() === "") {
+    return `the name must be a non-empty string, got ${shown(options.name)}`
+  }
+  if (!Schema.isSchema(options.input)) return `input must be a Schema, got ${shown(options.input)}`
+  if (!Schema.isSchema(options.output)) return `output must be a Schema, got ${shown(options.output)}`
+  if (typeof options.run !== "function") return `run must be a function, got ${shown(options.run)}`
+  return undefined
+}
+
+/** Why `task` cannot run, as the error its call fails with, or undefined. */
+const taskProblem = (task: unknown): InvalidCpuTask | undefined => {
+  if (!isCpuTask(task)) {
+    return new InvalidCpuTask({
+      task: shown(task),
+      reason: "it is not a CpuTask: define one with Workers.cpuTask(import.meta.url, { name, input, output, run })"
+    })
+  }
+  const problem = (task as { readonly [ProblemKey]?: string })[ProblemKey]
+  return problem === undefined ? undefined : new InvalidCpuTask({ task: String(task.name), reason: problem })
 }
 
 /**
@@ -432,8 +499,10 @@ export interface WorkerCall<out A, out E = never, out R = never> extends Pipeabl
 export const cpu = <I, O>(task: CpuTask<I, O>, input: I): WorkerCall<O, CpuTaskError, Workers> =>
   new WorkerCallImpl<O, CpuTaskError, Workers>(
     "cpu",
-    task.name,
+    isCpuTask(task) ? String(task.name) : "not a CpuTask",
     Effect.flatMap(Workers, (service): Effect.Effect<Admitted<O, CpuTaskError>, CpuTaskError> => {
+      const invalid = taskProblem(task)
+      if (invalid !== undefined) return Effect.fail(invalid)
       const reserve = (service as { [reserveKey]?: Reserve })[reserveKey]
       if (reserve === undefined) return Effect.succeed({ work: service.run(task, input), release: () => {} })
       return Effect.suspend(() => {
@@ -576,12 +645,36 @@ export class Workers extends Context.Tag("tickwork/Workers")<Workers, WorkersSer
 export const run = <I, O>(task: CpuTask<I, O>, input: I): Effect.Effect<O, CpuTaskError, Workers> =>
   Effect.flatMap(Workers, (workers) => workers.run(task, input))
 
+/** The pool's `run`, refusing a task that cannot run before it reaches a thread. */
+const checkedRun = (service: WorkersService): WorkersService =>
+  Object.assign(Object.create(service), {
+    run: <I, O>(task: CpuTask<I, O>, input: I): Effect.Effect<O, CpuTaskError> =>
+      Effect.suspend(() => {
+        const invalid = taskProblem(task)
+        return invalid === undefined ? service.run(task, input) : Effect.fail(invalid)
+      })
+  })
+
 // ---------------------------------------------------------------------------------------------------------- options
 
+/** A value as an option message shows it: numbers plainly (`got -1`), anything else with its type. */
+const got = (value: unknown): string => (typeof value === "number" ? String(value) : shown(value))
+
+// Declared rather than `Schema.Number` + a filter, so that a value of the wrong type gets the same one line
+// ("maxThreads must be an integer >= 1, got "2"") instead of Schema's "Expected number".
 const count = (option: string, min: 0 | 1) =>
-  Schema.Number.pipe(
-    Schema.filter((n) => (Number.isInteger(n) && n >= min) || `${option} must be an integer >= ${min}, got ${n}`)
-  )
+  Schema.declare((u): u is number => typeof u === "number" && Number.isInteger(u) && u >= min, {
+    identifier: `${option}Count`,
+    message: (issue) => `${option} must be an integer >= ${min}, got ${got(issue.actual)}`
+  })
+
+const idleTime = positiveDuration("idleTime", '"30 seconds" or 30000 (millis)').pipe(
+  Schema.filter((input) => {
+    // the pool checks for idle threads every idleTime: below the engine's resolution it would spin
+    const millis = Duration.toMillis(Duration.decode(input))
+    return millis >= 1 || `idleTime must be at least 1 ms, the timer engine's resolution, got ${millis} ms`
+  })
+)
 
 const defaultMaxThreads = (): number => Math.max(1, availableParallelism())
 
@@ -609,7 +702,7 @@ const defaultMaxThreads = (): number => Math.max(1, availableParallelism())
 export const Options = Schema.Struct({
   minThreads: Schema.optional(count("minThreads", 0)),
   maxThreads: Schema.optional(count("maxThreads", 1)),
-  idleTime: Schema.optional(positiveDuration("idleTime", '"30 seconds" or 30000 (millis)')),
+  idleTime: Schema.optional(idleTime),
   queueLength: Schema.optional(count("queueLength", 0))
 }).pipe(
   Schema.filter((o) => {
@@ -675,15 +768,27 @@ export interface ResolvedOptions {
  * @category constructors
  */
 export const decodeOptions = (options: unknown): Effect.Effect<ResolvedOptions, InvalidWorkersOptions> =>
-  Schema.decodeUnknown(Options, { errors: "all", onExcessProperty: "error" })(options).pipe(
-    Effect.mapError(
-      (error) =>
+  (typeof options === "object" && options !== null && !Array.isArray(options)) || options === undefined
+    ? decodeObject(options ?? {})
+    : Effect.fail(
         new InvalidWorkersOptions({
-          details: ParseResult.ArrayFormatter.formatErrorSync(error)
-            .map((issue) => `- ${issue.path.join(".") || "options"}: ${issue.message}`)
-            .join("\n")
+          details: `- options: must be an object such as { maxThreads: 2 }, got ${shown(options)}`
         })
-    ),
+      )
+
+/** One line per option at fault: an optional option's "Expected undefined" (the other member of its union) is noise. */
+const formatIssues = (error: ParseResult.ParseError): string => {
+  const lines = new Map<string, string>()
+  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
+    const path = issue.path.join(".") || "options"
+    if (!lines.has(path)) lines.set(path, `- ${path}: ${issue.message}`)
+  }
+  return Array.from(lines.values()).join("\n")
+}
+
+const decodeObject = (options: object): Effect.Effect<ResolvedOptions, InvalidWorkersOptions> =>
+  Schema.decodeUnknown(Options, { errors: "all", onExcessProperty: "error" })(options).pipe(
+    Effect.mapError((error) => new InvalidWorkersOptions({ details: formatIssues(error) })),
     Effect.map(
       (o): ResolvedOptions => ({
         minThreads: o.minThreads ?? 1,
@@ -727,6 +832,6 @@ export const layer = (options: Options = {}): Layer.Layer<Workers, InvalidWorker
     Effect.gen(function* () {
       const resolved = yield* decodeOptions(options)
       const pool = yield* Effect.promise(() => poolModule)
-      return yield* pool.make(resolved)
+      return checkedRun(yield* pool.make(resolved))
     })
   )

@@ -71,6 +71,31 @@ describe("Workers options", () => {
     })
   )
 
+  it.effect("options of the wrong type or not an object: one line each, no schema noise", () =>
+    Effect.gen(function* () {
+      const cases: ReadonlyArray<readonly [unknown, string]> = [
+        [{ maxThreads: "2" }, '- maxThreads: maxThreads must be an integer >= 1, got "2"'],
+        [{ queueLength: Number.NaN }, "- queueLength: queueLength must be an integer >= 0, got NaN"],
+        [{ maxThreads: Number.POSITIVE_INFINITY }, "- maxThreads: maxThreads must be an integer >= 1, got Infinity"],
+        [null, "- options: must be an object such as { maxThreads: 2 }, got null"],
+        ["fast", '- options: must be an object such as { maxThreads: 2 }, got "fast"'],
+        [{ idleTime: 0.001 }, "- idleTime: idleTime must be at least 1 ms, the timer engine's resolution, got 0.001 ms"]
+      ]
+      for (const [options, line] of cases) {
+        const error = yield* Effect.flip(Workers.decodeOptions(options))
+        assert.strictEqual(error._tag, "InvalidWorkersOptions")
+        assert.deepStrictEqual(error.message.split("\n"), ["invalid Workers options:", line])
+      }
+      const several = yield* Effect.flip(Workers.decodeOptions({ minThreads: "1", maxThreads: 0 }))
+      assert.deepStrictEqual(several.message.split("\n").slice(1), [
+        '- minThreads: minThreads must be an integer >= 0, got "1"',
+        "- maxThreads: maxThreads must be an integer >= 1, got 0"
+      ])
+      // undefined means "the defaults", as for the layer
+      assert.strictEqual((yield* Workers.decodeOptions(undefined)).queueLength, 1000)
+    })
+  )
+
   it.effect("the layer fails with the same error, before starting any thread", () =>
     Effect.gen(function* () {
       const error = yield* Effect.flip(
@@ -142,6 +167,49 @@ describe("Workers pool limits", () => {
       const after = yield* Effect.exit(workers.run(spin, 1))
       assert.isTrue(Exit.isFailure(after) && (Cause.isInterruptedOnly(after.cause) || Cause.isFailure(after.cause)))
     })
+  )
+})
+
+describe("CPU tasks that cannot run", () => {
+  // no thread starts before the first task, and these never reach one
+  const Pool = Workers.layer({ minThreads: 0, maxThreads: 1 })
+  const good = { name: "double", input: Schema.Number, output: Schema.Number, run: (n: number) => n * 2 }
+  const unusable: ReadonlyArray<readonly [Workers.CpuTask<number, number>, string]> = [
+    [Workers.cpuTask("tasks.ts", good), "cpu task double cannot run: the module must be its URL: pass import.meta.url"],
+    [Workers.cpuTask(import.meta.url, { ...good, name: "" }), 'the name must be a non-empty string, got ""'],
+    [Workers.cpuTask(import.meta.url, { ...good, input: Number } as never), "input must be a Schema, got a function"],
+    [
+      Workers.cpuTask(import.meta.url, { ...good, output: undefined } as never),
+      "output must be a Schema, got undefined"
+    ],
+    [Workers.cpuTask(import.meta.url, { ...good, run: 2 } as never), "run must be a function, got number 2"],
+    [{ name: "double" } as never, "cpu task an object cannot run: it is not a CpuTask"],
+    [undefined as never, "cpu task undefined cannot run: it is not a CpuTask"]
+  ]
+
+  it.effect("cpuTask never throws; running the task fails with InvalidCpuTask, before any thread starts", () =>
+    Effect.gen(function* () {
+      for (const [task, message] of unusable) {
+        const error = yield* Effect.flip(Workers.run(task, 1))
+        assert.strictEqual(error._tag, "InvalidCpuTask")
+        assert.include(error.message, message)
+        const service = yield* Workers.Workers
+        assert.strictEqual((yield* Effect.flip(service.run(task, 1)))._tag, "InvalidCpuTask")
+      }
+      assert.strictEqual((yield* (yield* Workers.Workers).stats).threads, 0, "nothing was sent to a thread")
+    }).pipe(Effect.provide(Pool))
+  )
+
+  it.effect("a Spot's worker call of such a task fails with InvalidCpuTask under every terminator", () =>
+    Effect.gen(function* () {
+      const spot = yield* Spot.spawn({ initialState: 0 }, "tasks")
+      for (const [task] of unusable) {
+        const call = Workers.cpu(task, 1)
+        assert.strictEqual((yield* Effect.flip(spot.run(() => call.pipe(Spot.Yield))))._tag, "InvalidCpuTask")
+        assert.strictEqual((yield* Effect.flip(spot.run(() => call.pipe(Spot.Async))))._tag, "InvalidCpuTask")
+      }
+      assert.strictEqual(yield* spot.run((ctx) => ctx.state), 0, "the Spot goes on")
+    }).pipe(Effect.provide(ActorSystem.layer({ name: "tasks" })), Effect.provide(Pool))
   )
 })
 
