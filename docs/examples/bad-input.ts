@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { Actor, ActorSystem, type TimerError } from "tickwork"
+import { Actor, ActorRef, ActorSystem, type TimerError } from "tickwork"
 
 type Msg = { readonly _tag: "Configure"; readonly intervalMillis: number } | { readonly _tag: "Poll" }
 
@@ -23,6 +23,10 @@ const main = Effect.gen(function* () {
   // the system scheduler fails the same way, before anything is scheduled
   const negative = yield* Effect.flip(system.scheduler.scheduleOnce(-5, poller, { _tag: "Poll" }))
   yield* Effect.logWarning(`${negative._tag}: ${negative.message}`)
+
+  // so does ask, for a timeout that is not a positive duration, before the question is sent
+  const never = yield* Effect.flip(ActorRef.ask(poller, (): Msg => ({ _tag: "Poll" }), 0))
+  yield* Effect.logWarning(`${never._tag}: ${never.message}`)
 
   // spawn errors are typed too: InvalidActorName, ActorNameTaken, ActorSystemTerminated
   const taken = yield* Effect.flip(system.spawn(Poller, "poller"))

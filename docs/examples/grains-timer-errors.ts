@@ -4,6 +4,7 @@ import { ActorSystem, Grain, Grains, GrainTimers, type TimerError } from "tickwo
 type Msg = { readonly _tag: "Try" } | { readonly _tag: "CancelFired" } | { readonly _tag: "Noop" }
 
 const Noop: Msg = { _tag: "Noop" }
+const zone = GrainTimers.withTimeZone
 
 const describe = (error: TimerError.TimerError): string =>
   error._tag === "InvalidCronExpression"
@@ -22,9 +23,14 @@ const Checker = Grain.make<Msg>()({
       switch (ctx.message._tag) {
         case "Try":
           yield* attempt("schedule every 0 ms", ctx.schedule(Noop, 0))
+          yield* attempt("schedule every 0.5 ms", ctx.schedule(Noop, 0.5))
           yield* attempt("scheduleOnce after -1 ms", ctx.scheduleOnce(Noop, -1))
           yield* attempt("cron with an hour of 25", ctx.scheduleWithCron(Noop, "0 0 25 * * ?"))
           yield* attempt("cron without '?'", ctx.scheduleWithCron(Noop, "0 0 12 * * *"))
+          yield* attempt("cron in 1999", ctx.scheduleWithCron(Noop, "0 0 0 1 1 ? 1999"))
+          yield* attempt("cron in an unknown zone", ctx.scheduleWithCron(Noop, "0 0 * * * ?", zone("Mars/Base")))
+          yield* attempt("a zone on a non-cron timer", ctx.schedule(Noop, "1 minute", zone("Europe/Berlin")))
+          yield* attempt("an empty reference", ctx.scheduleOnce(Noop, 10, GrainTimers.withTimerReference("")))
           yield* attempt("cancel an unknown reference", ctx.cancelSchedule("nope"))
           // fires as soon as this handler is done
           return yield* attempt(
