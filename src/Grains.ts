@@ -38,10 +38,10 @@ export type AskError = GrainAskError | AskTimeout | InvalidTimerDelay | InvalidG
  * import { Effect, Layer } from "effect"
  * import { ActorSystem, Grains, Passivation } from "tickwork"
  *
- * const GrainsLive = Grains.layer([], { passivation: Passivation.idle("soon") }).pipe(
+ * const GrainsLive = Grains.layer([], { passivation: Passivation.messageCount(0) }).pipe(
  *   Layer.provideMerge(ActorSystem.layer({ name: "app" }))
  * )
- * // fails with "invalid Grains option passivation: Passivation.idle: the timeout \"soon\" is not a duration ..."
+ * // fails with "invalid Grains option passivation: the message count must be a whole number >= 1, got number 0"
  * const program = Effect.void.pipe(Effect.provide(GrainsLive))
  * ```
  *
