@@ -30,7 +30,7 @@ import * as Predicate from "effect/Predicate"
 import { delayMillis } from "./internal/duration.js"
 import { currentGameTimeMillis } from "./internal/entityGameClock.js"
 import { instantProblem } from "./internal/instant.js"
-import { shown } from "./internal/shown.js"
+import { describeValue } from "./internal/validate.js"
 import { InvalidTimerDelay } from "./TimerError.js"
 
 /**
@@ -207,7 +207,7 @@ export const make = (input: Input): Either.Either<Deadline, InvalidDeadline> => 
     return Either.left(
       new InvalidDeadline({
         epochMillis: millis,
-        reason: `${shown(input)} is not a DateTime, a Deadline or epoch millis`
+        reason: `${describeValue(input)} is not a DateTime, a Deadline or epoch millis`
       })
     )
   }

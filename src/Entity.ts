@@ -316,7 +316,7 @@ export const isEntity = (u: unknown): u is Entity<unknown, Command, unknown, unk
  *   mailboxCapacity: 0
  * })
  *
- * // "invalid entity definition Broken (mailboxCapacity): must be a whole number >= 1, got number 0"
+ * // "invalid entity definition Broken (mailboxCapacity): must be a whole number >= 1, got 0"
  * const program = Entity.makeRegistry(Broken).pipe(
  *   Effect.catchTag("InvalidEntityDefinition", (error) => Effect.logError(error.message)),
  *   Effect.scoped,

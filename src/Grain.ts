@@ -220,7 +220,7 @@ export class UnknownGrainKind extends Data.TaggedError("UnknownGrainKind")<{ rea
  *
  * const program = Grains.ask(Echo, "a", "hello").pipe(
  *   Effect.provide(Grains.layer([Echo]).pipe(Layer.provideMerge(ActorSystem.layer({ name: "app" })))),
- *   // "invalid grain kind echo (passivation): the message count must be a whole number >= 1, got number 0"
+ *   // "invalid grain kind echo (passivation): the message count must be a whole number >= 1, got 0"
  *   Effect.catchTag("InvalidGrainKind", (error) => Effect.logError(error.message))
  * )
  * ```

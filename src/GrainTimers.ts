@@ -16,6 +16,7 @@ import type {
   InvalidTimerDelay,
   InvalidTimerInterval,
   InvalidTimerOptions,
+  InvalidTimerReference,
   ScheduledReferenceNotFound
 } from "./TimerError.js"
 
@@ -30,8 +31,8 @@ import type {
 export interface TimerOptions {
   /**
    * The timer's reference, scoped to the grain; reusing one cancels and replaces that timer. Without one the grain
-   * makes one up (`$timer-1`, `$timer-2`, ...): references starting with `$` are reserved for those. Not empty or
-   * blank.
+   * makes one up (`$timer-1`, `$timer-2`, ...): references starting with `$` are reserved for those. An empty, blank,
+   * non-string or `$`-prefixed reference fails the schedule call with `TimerError.InvalidTimerReference`.
    */
   readonly reference?: string
   /** Ticks count as activity for idle passivation (default: false). */
@@ -113,13 +114,13 @@ export interface GrainTimers<Msg> {
     message: Msg,
     delay: Duration.DurationInput,
     ...options: ReadonlyArray<TimerOptions>
-  ) => Effect.Effect<string, GrainTimersStopped | InvalidTimerDelay | InvalidTimerOptions>
+  ) => Effect.Effect<string, GrainTimersStopped | InvalidTimerDelay | InvalidTimerOptions | InvalidTimerReference>
   /** Delivers `message` every `interval` at a fixed cadence from registration (ticks may queue, never overlap). */
   readonly schedule: (
     message: Msg,
     interval: Duration.DurationInput,
     ...options: ReadonlyArray<TimerOptions>
-  ) => Effect.Effect<string, GrainTimersStopped | InvalidTimerInterval | InvalidTimerOptions>
+  ) => Effect.Effect<string, GrainTimersStopped | InvalidTimerInterval | InvalidTimerOptions | InvalidTimerReference>
   /**
    * Delivers `message` at each instant of a Quartz cron expression. An expression that does not parse, an unknown
    * zone, and an expression with no instant after now (`0 0 0 1 1 ? 1999`) fail with `InvalidCronExpression`.
@@ -128,7 +129,7 @@ export interface GrainTimers<Msg> {
     message: Msg,
     expression: string,
     ...options: ReadonlyArray<TimerOptions>
-  ) => Effect.Effect<string, GrainTimersStopped | InvalidCronExpression | InvalidTimerOptions>
+  ) => Effect.Effect<string, GrainTimersStopped | InvalidCronExpression | InvalidTimerOptions | InvalidTimerReference>
   /** Cancels a timer and drops its queued ticks. */
   readonly cancelSchedule: (reference: string) => Effect.Effect<void, GrainTimersStopped | ScheduledReferenceNotFound>
   /** The active timers, in registration order. */

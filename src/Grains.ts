@@ -14,9 +14,8 @@ import { ActorSystem } from "./ActorSystem.js"
 import type { Grain, InvalidGrainKey, InvalidGrainKind, UnknownGrainKind } from "./Grain.js"
 import type { TimerInfo } from "./GrainTimers.js"
 import { askTimeoutMillis } from "./internal/askTimeout.js"
-import { type GrainAskError, GrainRegistry, keyProblem, resolveKinds } from "./internal/grain.js"
-import { problemOf as passivationProblem } from "./internal/passivation.js"
-import { shown } from "./internal/shown.js"
+import { type GrainAskError, GrainRegistry, keyProblem, passivationProblem, resolveKinds } from "./internal/grain.js"
+import { describeValue } from "./internal/validate.js"
 import * as Passivation from "./Passivation.js"
 import type { InvalidTimerDelay } from "./TimerError.js"
 
@@ -41,7 +40,7 @@ export type AskError = GrainAskError | AskTimeout | InvalidTimerDelay | InvalidG
  * const GrainsLive = Grains.layer([], { passivation: Passivation.messageCount(0) }).pipe(
  *   Layer.provideMerge(ActorSystem.layer({ name: "app" }))
  * )
- * // fails with "invalid Grains option passivation: the message count must be a whole number >= 1, got number 0"
+ * // fails with "invalid Grains option passivation: the message count must be a whole number >= 1, got 0"
  * const program = Effect.void.pipe(Effect.provide(GrainsLive))
  * ```
  *
@@ -125,7 +124,7 @@ const checkOptions = (options: unknown): Either.Either<Passivation.Passivation, 
     return Either.left(
       new InvalidGrainsOptions({
         option: "options",
-        reason: `must be an object such as { passivation: Passivation.idle("5 minutes") }, got ${shown(options)}`
+        reason: `must be an object such as { passivation: Passivation.idle("5 minutes") }, got ${describeValue(options)}`
       })
     )
   }
@@ -177,7 +176,7 @@ export const layer = <const Kinds extends ReadonlyArray<Grain<any, any, any, any
       if (!Array.isArray(kinds)) {
         return yield* new InvalidGrainsOptions({
           option: "kinds",
-          reason: `must be an array of grain kinds, got ${shown(kinds)}`
+          reason: `must be an array of grain kinds, got ${describeValue(kinds)}`
         })
       }
       const byName = yield* resolveKinds(kinds)

@@ -6,7 +6,15 @@
  */
 import type * as Duration from "effect/Duration"
 import { intervalMillis } from "./internal/duration.js"
-import { unusable } from "./internal/passivation.js"
+
+/**
+ * Where a constructor leaves why its argument is unusable: not enumerable, not in JSON. `Grains.layer` (and the
+ * cluster's grain host) read it through the same global symbol and fail with a typed error naming it.
+ */
+const ProblemKey = Symbol.for("tickwork/Passivation/problem")
+
+const unusable = <P extends Passivation>(strategy: P, reason: string): P =>
+  Object.defineProperty(strategy, ProblemKey, { value: reason, enumerable: false })
 
 /**
  * A passivation strategy.

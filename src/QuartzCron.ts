@@ -41,7 +41,6 @@ import * as Inspectable from "effect/Inspectable"
 import * as Option from "effect/Option"
 import { type Pipeable, pipeArguments } from "effect/Pipeable"
 import * as Predicate from "effect/Predicate"
-import { shown } from "./internal/shown.js"
 import { InvalidCronExpression } from "./TimerError.js"
 
 /**
@@ -511,6 +510,10 @@ const build = (expression: string, timeZone: string | undefined): QuartzCronImpl
   self.lastDayOffset = lastDayOffset
   return self
 }
+
+/** A value of the wrong type, as a message shows it (this module stays free of the runtime's helpers). */
+const shown = (value: unknown): string =>
+  typeof value === "string" ? JSON.stringify(value) : value === null ? "null" : `${typeof value} ${String(value)}`
 
 /** What a JavaScript caller may pass instead of a string and an options object; undefined when the types are right. */
 const checkTypes = (expression: unknown, options: unknown): string | undefined => {

@@ -105,8 +105,8 @@ export class GrainTimersStopped extends Data.TaggedError("GrainTimersStopped")<{
 /**
  * A timer option was not usable, so nothing was scheduled. `option` names it and `reason` says why:
  *
- * - grain timers (`GrainTimers`): not one of `reference`, `keepAlive` and `timeZone`, a value of the wrong kind, an
- *   empty, blank or `$`-prefixed reference, or a `timeZone` on a timer that is not a cron timer;
+ * - grain timers (`GrainTimers`): not one of `reference`, `keepAlive` and `timeZone`, a `keepAlive` or `timeZone` of
+ *   the wrong kind, or a `timeZone` on a timer that is not a cron timer (a bad reference is `InvalidTimerReference`);
  * - Spot timers (`SpotTimers.start`): options that are not an object, an unknown option, an empty or blank `name`, a
  *   `handler` that is not a function.
  *
@@ -183,7 +183,8 @@ export class InvalidTimerTarget extends Data.TaggedError("InvalidTimerTarget")<{
 }
 
 /**
- * A timer reference (the name a schedule is steered by) that is not a non-empty string.
+ * A timer reference (the name a schedule is steered by) that is not a non-empty string; for a grain timer also one
+ * that starts with `$`, which is reserved for the references a grain makes up.
  *
  * @example
  * ```ts

@@ -35,7 +35,7 @@ import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import type * as Types from "effect/Types"
 import { positiveDuration } from "./internal/duration.js"
-import { shown } from "./internal/shown.js"
+import { describeValue } from "./internal/validate.js"
 import {
   type Admitted,
   WorkerCallTypeId as CallTypeId,
@@ -409,11 +409,11 @@ const ProblemKey: unique symbol = Symbol.for("tickwork/Workers/CpuTask/problem")
 const definitionProblem = (url: string | undefined, options: Partial<CpuTaskOptions<any, any, any, any>>) => {
   if (url === undefined) return "the module must be its URL: pass import.meta.url"
   if (typeof options.name !== "string" || options.name.trim() === "") {
-    return `the name must be a non-empty string, got ${shown(options.name)}`
+    return `the name must be a non-empty string, got ${describeValue(options.name)}`
   }
-  if (!Schema.isSchema(options.input)) return `input must be a Schema, got ${shown(options.input)}`
-  if (!Schema.isSchema(options.output)) return `output must be a Schema, got ${shown(options.output)}`
-  if (typeof options.run !== "function") return `run must be a function, got ${shown(options.run)}`
+  if (!Schema.isSchema(options.input)) return `input must be a Schema, got ${describeValue(options.input)}`
+  if (!Schema.isSchema(options.output)) return `output must be a Schema, got ${describeValue(options.output)}`
+  if (typeof options.run !== "function") return `run must be a function, got ${describeValue(options.run)}`
   return undefined
 }
 
@@ -421,7 +421,7 @@ const definitionProblem = (url: string | undefined, options: Partial<CpuTaskOpti
 const taskProblem = (task: unknown): InvalidCpuTask | undefined => {
   if (!isCpuTask(task)) {
     return new InvalidCpuTask({
-      task: shown(task),
+      task: describeValue(task),
       reason: "it is not a CpuTask: define one with Workers.cpuTask(import.meta.url, { name, input, output, run })"
     })
   }
@@ -658,7 +658,7 @@ const checkedRun = (service: WorkersService): WorkersService =>
 // ---------------------------------------------------------------------------------------------------------- options
 
 /** A value as an option message shows it: numbers plainly (`got -1`), anything else with its type. */
-const got = (value: unknown): string => (typeof value === "number" ? String(value) : shown(value))
+const got = (value: unknown): string => (typeof value === "number" ? String(value) : describeValue(value))
 
 // Declared rather than `Schema.Number` + a filter, so that a value of the wrong type gets the same one line
 // ("maxThreads must be an integer >= 1, got "2"") instead of Schema's "Expected number".
@@ -772,7 +772,7 @@ export const decodeOptions = (options: unknown): Effect.Effect<ResolvedOptions, 
     ? decodeObject(options ?? {})
     : Effect.fail(
         new InvalidWorkersOptions({
-          details: `- options: must be an object such as { maxThreads: 2 }, got ${shown(options)}`
+          details: `- options: must be an object such as { maxThreads: 2 }, got ${describeValue(options)}`
         })
       )
 

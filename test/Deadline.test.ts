@@ -35,7 +35,7 @@ describe("Deadline", () => {
       ["2030-01-01", '"2030-01-01" is not a DateTime, a Deadline or epoch millis'],
       [undefined, "undefined is not a DateTime, a Deadline or epoch millis"],
       [{}, "an object is not a DateTime"],
-      [new Date(0), "an object is not a DateTime"]
+      [new Date(0), "a Date is not a DateTime"]
     ]
     for (const [input, reason] of cases) {
       const result = Deadline.make(input as Deadline.Input)

@@ -343,11 +343,11 @@ describe("bad input", () => {
         const cases: ReadonlyArray<readonly [Record<string, unknown>, string, string]> = [
           [{ name: "" }, "name", 'must be a non-empty string, got ""'],
           [{ name: " " }, "name", "must be a non-empty string"],
-          [{ name: 3 }, "name", "got number 3"],
+          [{ name: 3 }, "name", "got 3"],
           [{ initialize: Effect.succeed(0) }, "initialize", "must be a function returning an Effect, got an Effect"],
           [{ commands: undefined }, "commands", "must be an object with one handler per command tag, got undefined"],
           [{ commands: { Ping: "pong" } }, "commands.Ping", 'must be a function returning an Effect, got "pong"'],
-          [{ onSessionStart: 1 }, "onSessionStart", "got number 1"],
+          [{ onSessionStart: 1 }, "onSessionStart", "got 1"],
           [{ onShutdown: Effect.void }, "onShutdown", "got an Effect"],
           [{ timers: {} }, "timers", "must be an array of periodic timers, got an object"],
           [{ timers: [null] }, "timers[0]", "must be an object such as { interval, run }, got null"],
@@ -357,8 +357,8 @@ describe("bad input", () => {
             "timers[0].name",
             "must be a non-empty string"
           ],
-          [{ mailboxCapacity: 0 }, "mailboxCapacity", "must be a whole number >= 1, got number 0"],
-          [{ mailboxCapacity: 2.5 }, "mailboxCapacity", "got number 2.5"]
+          [{ mailboxCapacity: 0 }, "mailboxCapacity", "must be a whole number >= 1, got 0"],
+          [{ mailboxCapacity: 2.5 }, "mailboxCapacity", "got 2.5"]
         ]
         for (const [fields, field, reason] of cases) {
           const error = yield* definitionError(fields)
@@ -389,10 +389,7 @@ describe("bad input", () => {
         assert.isFalse(yield* registry.isAwake(id as string))
       }
       const told = yield* Effect.flip(registry.tell(42 as unknown as string, { _tag: "AddGold", amount: 1 }))
-      assert.strictEqual(
-        told.message,
-        "invalid id number 42 for entity kind Player: an entity id must be a non-empty string"
-      )
+      assert.strictEqual(told.message, "invalid id 42 for entity kind Player: an entity id must be a non-empty string")
       yield* TestClock.adjust(0)
       assert.deepStrictEqual(yield* registry.stats, { awake: 0, timers: 0, waiting: 0 })
       assert.deepStrictEqual(yield* probe.receiveAll, [])

@@ -784,16 +784,19 @@ describe("bad input", () => {
       const cases: ReadonlyArray<readonly [unknown, string]> = [
         ["SkipLateTicks", 'invalid overrun policy "SkipLateTicks": it is not an OverrunPolicy'],
         ["DelayNextTick", 'invalid overrun policy "DelayNextTick"'],
-        [{ _tag: "CatchUpBounded", limit: 3 }, "invalid overrun policy an object: it is not an OverrunPolicy"],
+        [
+          { _tag: "CatchUpBounded", limit: 3 },
+          'invalid overrun policy { _tag: "CatchUpBounded" }: it is not an OverrunPolicy'
+        ],
         [null, "invalid overrun policy null"],
-        [3, "invalid overrun policy number 3"],
+        [3, "invalid overrun policy 3: it is not an OverrunPolicy"],
         [
           OverrunPolicy.CatchUpBounded(0),
           "invalid overrun policy CatchUpBounded(0): the limit must be an integer >= 1"
         ],
-        [OverrunPolicy.CatchUpBounded(1.5), "CatchUpBounded(1.5): the limit must be an integer >= 1, got number 1.5"],
-        [OverrunPolicy.CatchUpBounded(Number.NaN), "got number NaN"],
-        [OverrunPolicy.CatchUpBounded(Number.POSITIVE_INFINITY), "got number Infinity"]
+        [OverrunPolicy.CatchUpBounded(1.5), "CatchUpBounded(1.5): the limit must be an integer >= 1, got 1.5"],
+        [OverrunPolicy.CatchUpBounded(Number.NaN), "got NaN"],
+        [OverrunPolicy.CatchUpBounded(Number.POSITIVE_INFINITY), "got Infinity"]
       ]
       for (const [overrun, message] of cases) {
         const error = yield* startError({ ...valid, overrun })
@@ -808,7 +811,7 @@ describe("bad input", () => {
       const cases: ReadonlyArray<readonly [unknown, string, string]> = [
         [{ ...valid, name: "" }, "name", 'must be a non-empty string, got ""'],
         [{ ...valid, name: "   " }, "name", "must be a non-empty string"],
-        [{ ...valid, name: 7 }, "name", "got number 7"],
+        [{ ...valid, name: 7 }, "name", "got 7"],
         [{ ...valid, handler: undefined }, "handler", "must be a function (tick, context) => Effect, got undefined"],
         [{ ...valid, handler: Effect.void }, "handler", "got an Effect"],
         [{ ...valid, overun: OverrunPolicy.DelayNextTick }, "overun", "is not a Spot timer option"],

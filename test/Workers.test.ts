@@ -182,7 +182,7 @@ describe("CPU tasks that cannot run", () => {
       Workers.cpuTask(import.meta.url, { ...good, output: undefined } as never),
       "output must be a Schema, got undefined"
     ],
-    [Workers.cpuTask(import.meta.url, { ...good, run: 2 } as never), "run must be a function, got number 2"],
+    [Workers.cpuTask(import.meta.url, { ...good, run: 2 } as never), "run must be a function, got 2"],
     [{ name: "double" } as never, "cpu task an object cannot run: it is not a CpuTask"],
     [undefined as never, "cpu task undefined cannot run: it is not a CpuTask"]
   ]

@@ -53,8 +53,8 @@ import { Latch } from "./latch.js"
 import { captureFrom, withoutParentSpan } from "./logContext.js"
 import { BaseRef, type Delivery } from "./refs.js"
 import { alreadyCancelled } from "./scheduler.js"
-import { shown } from "./shown.js"
 import { TimerBook } from "./timerBook.js"
+import { describeValue } from "./validate.js"
 
 export const TypeId: unique symbol = Symbol.for("tickwork/Entity")
 export const RegistryTypeId: unique symbol = Symbol.for("tickwork/EntityRegistry")
@@ -86,19 +86,19 @@ export const make = <Model, Cmd extends Command, E, R>(
 }
 
 const notAFunction = (value: unknown): string =>
-  `must be a function returning an Effect, got ${Effect.isEffect(value) ? "an Effect" : shown(value)}`
+  `must be a function returning an Effect, got ${Effect.isEffect(value) ? "an Effect" : describeValue(value)}`
 
 /** What `makeRegistry` cannot use in `entity` (the field and why), or undefined. Durations are checked later. */
 const definitionProblem = (entity: Entity<any, any, any, any>): readonly [string, string] | undefined => {
   if (!Predicate.hasProperty(entity, TypeId))
-    return ["kind", `${shown(entity)} is not an entity kind: make one with Entity.make`]
+    return ["kind", `${describeValue(entity)} is not an entity kind: make one with Entity.make`]
   if (typeof entity.name !== "string" || entity.name.trim() === "") {
-    return ["name", `must be a non-empty string, got ${shown(entity.name)}`]
+    return ["name", `must be a non-empty string, got ${describeValue(entity.name)}`]
   }
   if (typeof entity.initialize !== "function") return ["initialize", notAFunction(entity.initialize)]
   const commands: unknown = entity.commands
   if (typeof commands !== "object" || commands === null || Array.isArray(commands)) {
-    return ["commands", `must be an object with one handler per command tag, got ${shown(commands)}`]
+    return ["commands", `must be an object with one handler per command tag, got ${describeValue(commands)}`]
   }
   for (const [tag, handler] of Object.entries(commands)) {
     if (typeof handler !== "function") return [`commands.${tag}`, notAFunction(handler)]
@@ -107,20 +107,20 @@ const definitionProblem = (entity: Entity<any, any, any, any>): readonly [string
     if (entity[hook] !== undefined && typeof entity[hook] !== "function") return [hook, notAFunction(entity[hook])]
   }
   const timers: unknown = entity.timers
-  if (!Array.isArray(timers)) return ["timers", `must be an array of periodic timers, got ${shown(timers)}`]
+  if (!Array.isArray(timers)) return ["timers", `must be an array of periodic timers, got ${describeValue(timers)}`]
   for (const [index, timer] of timers.entries()) {
     if (typeof timer !== "object" || timer === null) {
-      return [`timers[${index}]`, `must be an object such as { interval, run }, got ${shown(timer)}`]
+      return [`timers[${index}]`, `must be an object such as { interval, run }, got ${describeValue(timer)}`]
     }
     const { name, run } = timer as PeriodicTimer<any, any, any, any>
     if (name !== undefined && (typeof name !== "string" || name.trim() === "")) {
-      return [`timers[${index}].name`, `must be a non-empty string when given, got ${shown(name)}`]
+      return [`timers[${index}].name`, `must be a non-empty string when given, got ${describeValue(name)}`]
     }
     if (typeof run !== "function") return [`timers[${index}].run`, notAFunction(run)]
   }
   const capacity = entity.mailboxCapacity
   if (capacity !== undefined && !(Number.isSafeInteger(capacity) && capacity > 0)) {
-    return ["mailboxCapacity", `must be a whole number >= 1, got ${shown(capacity)}`]
+    return ["mailboxCapacity", `must be a whole number >= 1, got ${describeValue(capacity)}`]
   }
   return undefined
 }
@@ -129,7 +129,7 @@ const definitionProblem = (entity: Entity<any, any, any, any>): readonly [string
 const idProblem = (kind: string, id: unknown): InvalidEntityId | undefined =>
   typeof id === "string" && id !== ""
     ? undefined
-    : new InvalidEntityId({ kind, id: shown(id), reason: "an entity id must be a non-empty string" })
+    : new InvalidEntityId({ kind, id: describeValue(id), reason: "an entity id must be a non-empty string" })
 
 /** The handler of `command` in `commands`, own properties only (`toString` is no command). */
 const handlerOf = (commands: object, command: unknown): Function | undefined => {
@@ -151,7 +151,7 @@ const commandProblem = (kind: Entity<any, any, any, any>, command: unknown): Inv
       })
     : new InvalidCommand({
         kind: kind.name,
-        command: shown(command),
+        command: describeValue(command),
         reason: "a command must be an object with a string _tag"
       })
 }

@@ -38,18 +38,17 @@ import {
   type InvalidTimerDelay,
   type InvalidTimerInterval,
   InvalidTimerOptions,
+  InvalidTimerReference,
   ScheduledReferenceNotFound
 } from "../TimerError.js"
 import { type ActorCell, type CellRef, cellOf } from "./actorCell.js"
 import { type ActorHooks, withHooks } from "./actorHooks.js"
 import { spawnOwned } from "./actorSystem.js"
-import { firstInstantAfter } from "./cronInstant.js"
 import { delayMillis, intervalMillis } from "./duration.js"
 import { GrainTimer, type TimerOwner, type Trigger } from "./grainTimer.js"
 import { Latch } from "./latch.js"
-import { problemOf as passivationProblem } from "./passivation.js"
-import { shown } from "./shown.js"
 import { TimerBook } from "./timerBook.js"
+import { checkReference, describeValue, firstInstant } from "./validate.js"
 
 /** The error an `ask` to a grain can fail with, besides the ask timeout. */
 export type GrainAskError =
@@ -106,32 +105,40 @@ const checkOptions = (
   grain: string,
   options: ReadonlyArray<unknown>,
   cron: boolean
-): Either.Either<TimerOptions, InvalidTimerOptions> => {
+): Either.Either<TimerOptions, InvalidTimerOptions | InvalidTimerReference> => {
   const fail = (option: string, reason: string) =>
     Either.left(new InvalidTimerOptions({ owner: `grain ${grain}`, option, reason }))
   const merged: { reference?: string; keepAlive?: boolean; timeZone?: string } = {}
   for (const option of options) {
     if (typeof option !== "object" || option === null || Array.isArray(option)) {
-      return fail("options", `each option must be an object such as withTimerReference("poll"), got ${shown(option)}`)
+      return fail(
+        "options",
+        `each option must be an object such as withTimerReference("poll"), got ${describeValue(option)}`
+      )
     }
     for (const [key, value] of Object.entries(option)) {
       switch (key) {
-        case "reference":
-          if (typeof value !== "string" || value.trim() === "") {
-            return fail(key, `must be a non-empty string, got ${shown(value)}`)
-          }
-          if (value.startsWith("$")) {
-            return fail(key, `"${value}": references starting with "$" are reserved for generated ones`)
-          }
-          merged.reference = value
+        case "reference": {
+          // a reference is checked as the scheduler checks its own (`InvalidTimerReference`); `$` is ours
+          const invalid =
+            checkReference(value) ??
+            ((value as string).startsWith("$")
+              ? new InvalidTimerReference({
+                  reference: value as string,
+                  reason: 'references starting with "$" are reserved for generated ones'
+                })
+              : undefined)
+          if (invalid !== undefined) return Either.left(invalid)
+          merged.reference = value as string
           break
+        }
         case "keepAlive":
-          if (typeof value !== "boolean") return fail(key, `must be true or false, got ${shown(value)}`)
+          if (typeof value !== "boolean") return fail(key, `must be true or false, got ${describeValue(value)}`)
           merged.keepAlive = value
           break
         case "timeZone":
           if (!cron) return fail(key, "applies to cron timers only (scheduleWithCron); this timer has no time zone")
-          if (typeof value !== "string") return fail(key, `must be an IANA zone name, got ${shown(value)}`)
+          if (typeof value !== "string") return fail(key, `must be an IANA zone name, got ${describeValue(value)}`)
           merged.timeZone = value
           break
         default:
@@ -456,7 +463,7 @@ class ActivationProps implements GrainProps<unknown> {
     message: unknown,
     delay: Duration.DurationInput,
     ...options: ReadonlyArray<TimerOptions>
-  ): Effect.Effect<string, GrainTimersStopped | InvalidTimerDelay | InvalidTimerOptions> {
+  ): Effect.Effect<string, GrainTimersStopped | InvalidTimerDelay | InvalidTimerOptions | InvalidTimerReference> {
     return this.activation.register(message, () =>
       Either.flatMap(checkOptions(this.activation.name, options, false), (checked) =>
         Either.map(delayMillis(delay), (d) => [{ _tag: "once", delay: d }, checked] as const)
@@ -468,7 +475,7 @@ class ActivationProps implements GrainProps<unknown> {
     message: unknown,
     interval: Duration.DurationInput,
     ...options: ReadonlyArray<TimerOptions>
-  ): Effect.Effect<string, GrainTimersStopped | InvalidTimerInterval | InvalidTimerOptions> {
+  ): Effect.Effect<string, GrainTimersStopped | InvalidTimerInterval | InvalidTimerOptions | InvalidTimerReference> {
     return this.activation.register(message, () =>
       Either.flatMap(checkOptions(this.activation.name, options, false), (checked) =>
         Either.map(intervalMillis(interval), (i) => [{ _tag: "interval", interval: i }, checked] as const)
@@ -480,13 +487,13 @@ class ActivationProps implements GrainProps<unknown> {
     message: unknown,
     expression: string,
     ...options: ReadonlyArray<TimerOptions>
-  ): Effect.Effect<string, GrainTimersStopped | InvalidCronExpression | InvalidTimerOptions> {
+  ): Effect.Effect<string, GrainTimersStopped | InvalidCronExpression | InvalidTimerOptions | InvalidTimerReference> {
     return this.activation.register(message, (now) =>
       Either.flatMap(checkOptions(this.activation.name, options, true), (checked) =>
         Either.flatMap(
           QuartzCron.parse(expression, checked.timeZone === undefined ? undefined : { timeZone: checked.timeZone }),
           // a cron with no instant after now would be "active" and never fire
-          (cron) => Either.map(firstInstantAfter(cron, now), () => [{ _tag: "cron", cron }, checked] as const)
+          (cron) => Either.map(firstInstant(cron, expression, now), () => [{ _tag: "cron", cron }, checked] as const)
         )
       )
     )
@@ -762,16 +769,46 @@ export class GrainRegistry {
   }
 }
 
+/** Where `Passivation.idle` and `messageCount` leave why their argument is unusable (see Passivation.ts). */
+const PassivationProblemKey = Symbol.for("tickwork/Passivation/problem")
+
+/**
+ * Why a passivation strategy cannot be used, or undefined when it can: the reason its constructor left, or a check of
+ * a hand-made or foreign value.
+ */
+export const passivationProblem = (strategy: unknown): string | undefined => {
+  if (typeof strategy !== "object" || strategy === null) {
+    return `${describeValue(strategy)} is not a passivation strategy: use Passivation.idle(timeout), messageCount(n) or never`
+  }
+  const marked = (strategy as { readonly [PassivationProblemKey]?: string })[PassivationProblemKey]
+  if (marked !== undefined) return marked
+  const candidate = strategy as Passivation
+  switch (candidate._tag) {
+    case "Idle": {
+      const checked = intervalMillis(candidate.timeoutMillis)
+      return checked._tag === "Left" ? `the idle timeout ${checked.left.reason}` : undefined
+    }
+    case "MessageCount":
+      return Number.isSafeInteger(candidate.count) && candidate.count > 0
+        ? undefined
+        : `the message count must be a whole number >= 1, got ${describeValue(candidate.count)}`
+    case "Never":
+      return undefined
+    default:
+      return "it is not a passivation strategy: use Passivation.idle(timeout), messageCount(n) or never"
+  }
+}
+
 /** What is wrong with `kind` (the field and why), or undefined when the layer can run it. */
 const kindProblem = (kind: Grain<any, any, any, any>): readonly [string, string] | undefined => {
-  if (!isGrain(kind)) return ["kind", `${shown(kind)} is not a grain kind: make one with Grain.make`]
+  if (!isGrain(kind)) return ["kind", `${describeValue(kind)} is not a grain kind: make one with Grain.make`]
   if (typeof kind.name !== "string" || kind.name.trim() === "") {
-    return ["name", `must be a non-empty string, got ${shown(kind.name)}`]
+    return ["name", `must be a non-empty string, got ${describeValue(kind.name)}`]
   }
   for (const handler of ["onActivate", "onReceive", "onDeactivate"] as const) {
     const value: unknown = kind[handler]
     if (typeof value !== "function") {
-      const what = Effect.isEffect(value) ? "an Effect" : shown(value)
+      const what = Effect.isEffect(value) ? "an Effect" : describeValue(value)
       return [handler, `must be a function returning an Effect, got ${what}`]
     }
   }
@@ -781,7 +818,7 @@ const kindProblem = (kind: Grain<any, any, any, any>): readonly [string, string]
   }
   const capacity = kind.mailboxCapacity
   if (capacity !== undefined && !(Number.isSafeInteger(capacity) && capacity > 0)) {
-    return ["mailboxCapacity", `must be a whole number >= 1, got ${shown(capacity)}`]
+    return ["mailboxCapacity", `must be a whole number >= 1, got ${describeValue(capacity)}`]
   }
   return undefined
 }
@@ -817,7 +854,7 @@ export const keyProblem = (kind: Grain<any, any, any, any>, key: unknown): Inval
     ? undefined
     : new InvalidGrainKey({
         kind: String((kind as { readonly name?: unknown } | undefined)?.name),
-        key: shown(key),
+        key: describeValue(key),
         reason: "a grain key must be a non-empty string"
       })
 

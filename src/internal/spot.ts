@@ -49,10 +49,10 @@ import { intervalMillis } from "./duration.js"
 import { captureFrom, withoutParentSpan } from "./logContext.js"
 import { EMPTY } from "./mailbox.js"
 import { recordDropped } from "./metrics.js"
-import { shown } from "./shown.js"
 import { SpotTimer, type SpotTimerHost } from "./spotTimer.js"
 import { MailboxTick } from "./tick.js"
 import type { TimerDriver } from "./timerDriver.js"
+import { describeValue } from "./validate.js"
 import type { WorkerCallImpl } from "./workerCall.js"
 
 export const SpotTypeId: unique symbol = Symbol.for("tickwork/Spot")
@@ -134,17 +134,18 @@ const TIMER_OPTIONS = ["name", "period", "overrun", "handler"]
 /** The option of `start` that is not usable and why (the period and policy are checked on their own). */
 const timerOptionsProblem = (options: unknown): readonly [string, string] | undefined => {
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
-    return ["options", `must be an object with name, period and handler, got ${shown(options)}`]
+    return ["options", `must be an object with name, period and handler, got ${describeValue(options)}`]
   }
   for (const key of Object.keys(options)) {
     if (!TIMER_OPTIONS.includes(key)) return [key, `is not a Spot timer option (${TIMER_OPTIONS.join(", ")})`]
   }
   const { handler, name } = options as TimerOptions<unknown, unknown>
-  if (typeof name !== "string" || name.trim() === "") return ["name", `must be a non-empty string, got ${shown(name)}`]
+  if (typeof name !== "string" || name.trim() === "")
+    return ["name", `must be a non-empty string, got ${describeValue(name)}`]
   if (typeof handler !== "function") {
     return [
       "handler",
-      `must be a function (tick, context) => Effect, got ${Effect.isEffect(handler) ? "an Effect" : shown(handler)}`
+      `must be a function (tick, context) => Effect, got ${Effect.isEffect(handler) ? "an Effect" : describeValue(handler)}`
     ]
   }
   return undefined
@@ -154,7 +155,7 @@ const timerOptionsProblem = (options: unknown): readonly [string, string] | unde
 const overrunProblem = (policy: unknown): InvalidOverrunPolicy | undefined => {
   if (!OverrunPolicy.isOverrunPolicy(policy)) {
     return new InvalidOverrunPolicy({
-      policy: shown(policy),
+      policy: describeValue(policy),
       reason:
         "it is not an OverrunPolicy: use OverrunPolicy.SkipLateTicks, OverrunPolicy.CatchUpBounded(limit) or " +
         "OverrunPolicy.DelayNextTick"
@@ -163,7 +164,7 @@ const overrunProblem = (policy: unknown): InvalidOverrunPolicy | undefined => {
   if (policy._tag === "CatchUpBounded" && !(Number.isSafeInteger(policy.limit) && policy.limit >= 1)) {
     return new InvalidOverrunPolicy({
       policy: String(policy),
-      reason: `the limit must be an integer >= 1, got ${shown(policy.limit)}`
+      reason: `the limit must be an integer >= 1, got ${describeValue(policy.limit)}`
     })
   }
   return undefined
@@ -601,7 +602,7 @@ const SPOT_OPTIONS = ["initialState", "onStart", "onStop"]
 /** The option of `spawn` that is not usable and why, or undefined. */
 export const optionsProblem = (options: unknown): readonly [string, string] | undefined => {
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
-    return ["options", `must be an object such as { initialState: 0 }, got ${shown(options)}`]
+    return ["options", `must be an object such as { initialState: 0 }, got ${describeValue(options)}`]
   }
   for (const key of Object.keys(options)) {
     if (!SPOT_OPTIONS.includes(key)) return [key, `is not a Spot option (${SPOT_OPTIONS.join(", ")})`]
@@ -612,7 +613,7 @@ export const optionsProblem = (options: unknown): readonly [string, string] | un
     if (value !== undefined && typeof value !== "function") {
       return [
         hook,
-        `must be a function returning an Effect, got ${Effect.isEffect(value) ? "an Effect" : shown(value)}`
+        `must be a function returning an Effect, got ${Effect.isEffect(value) ? "an Effect" : describeValue(value)}`
       ]
     }
   }
