@@ -29,12 +29,12 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as ParseResult from "effect/ParseResult"
 import { type Pipeable, pipeArguments } from "effect/Pipeable"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import type * as Types from "effect/Types"
 import { positiveDuration } from "./internal/duration.js"
+import { formatOptionsError } from "./internal/options.js"
 import { describeValue } from "./internal/validate.js"
 import {
   type Admitted,
@@ -657,16 +657,10 @@ const checkedRun = (service: WorkersService): WorkersService =>
 
 // ---------------------------------------------------------------------------------------------------------- options
 
-/** A value as an option message shows it: numbers plainly (`got -1`), anything else with its type. */
-const got = (value: unknown): string => (typeof value === "number" ? String(value) : describeValue(value))
-
-// Declared rather than `Schema.Number` + a filter, so that a value of the wrong type gets the same one line
-// ("maxThreads must be an integer >= 1, got "2"") instead of Schema's "Expected number".
 const count = (option: string, min: 0 | 1) =>
-  Schema.declare((u): u is number => typeof u === "number" && Number.isInteger(u) && u >= min, {
-    identifier: `${option}Count`,
-    message: (issue) => `${option} must be an integer >= ${min}, got ${got(issue.actual)}`
-  })
+  Schema.Number.pipe(
+    Schema.filter((n) => (Number.isInteger(n) && n >= min) || `${option} must be an integer >= ${min}, got ${n}`)
+  )
 
 const idleTime = positiveDuration("idleTime", '"30 seconds" or 30000 (millis)').pipe(
   Schema.filter((input) => {
@@ -710,7 +704,7 @@ export const Options = Schema.Struct({
     const max = o.maxThreads ?? defaultMaxThreads()
     if (min <= max) return true
     const which = o.maxThreads === undefined ? `maxThreads (${max}, the number of CPU cores)` : `maxThreads (${max})`
-    return { path: ["minThreads"], message: `minThreads (${min}) must not exceed ${which}` }
+    return { path: ["minThreads"], message: `minThreads must not exceed ${which}, got ${min}` }
   })
 )
 
@@ -761,34 +755,20 @@ export interface ResolvedOptions {
  * import { Workers } from "tickwork"
  *
  * const checked = Workers.decodeOptions({ minThreads: 4, maxThreads: 2 })
- * // fails with InvalidWorkersOptions: minThreads (4) must not exceed maxThreads (2)
+ * // fails with InvalidWorkersOptions: "- minThreads: must not exceed maxThreads (2), got 4"
  * ```
  *
  * @since 0.1.0
  * @category constructors
  */
 export const decodeOptions = (options: unknown): Effect.Effect<ResolvedOptions, InvalidWorkersOptions> =>
-  (typeof options === "object" && options !== null && !Array.isArray(options)) || options === undefined
-    ? decodeObject(options ?? {})
-    : Effect.fail(
-        new InvalidWorkersOptions({
-          details: `- options: must be an object such as { maxThreads: 2 }, got ${describeValue(options)}`
-        })
-      )
-
-/** One line per option at fault: an optional option's "Expected undefined" (the other member of its union) is noise. */
-const formatIssues = (error: ParseResult.ParseError): string => {
-  const lines = new Map<string, string>()
-  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
-    const path = issue.path.join(".") || "options"
-    if (!lines.has(path)) lines.set(path, `- ${path}: ${issue.message}`)
-  }
-  return Array.from(lines.values()).join("\n")
-}
-
-const decodeObject = (options: object): Effect.Effect<ResolvedOptions, InvalidWorkersOptions> =>
-  Schema.decodeUnknown(Options, { errors: "all", onExcessProperty: "error" })(options).pipe(
-    Effect.mapError((error) => new InvalidWorkersOptions({ details: formatIssues(error) })),
+  // undefined is "the defaults", as for `layer()`
+  Schema.decodeUnknown(Options, { errors: "all", onExcessProperty: "error" })(
+    options === undefined ? {} : options
+  ).pipe(
+    Effect.mapError(
+      (error) => new InvalidWorkersOptions({ details: formatOptionsError(error, options, "{ maxThreads: 2 }") })
+    ),
     Effect.map(
       (o): ResolvedOptions => ({
         minThreads: o.minThreads ?? 1,

@@ -59,27 +59,27 @@ describe("Workers options", () => {
       assert.strictEqual(error._tag, "InvalidWorkersOptions")
       const lines = error.message.split("\n")
       assert.strictEqual(lines[0], "invalid Workers options:")
-      assert.include(error.message, "- minThreads: minThreads must be an integer >= 0, got -1")
-      assert.include(error.message, "- maxThreads: maxThreads must be an integer >= 1, got 1.5")
-      assert.include(error.message, '- idleTime: idleTime must be a positive finite duration such as "30 seconds"')
-      assert.include(error.message, "- queueLength: queueLength must be an integer >= 0, got -2")
+      assert.include(error.message, "- minThreads: must be an integer >= 0, got -1")
+      assert.include(error.message, "- maxThreads: must be an integer >= 1, got 1.5")
+      assert.include(error.message, '- idleTime: must be a positive finite duration such as "30 seconds"')
+      assert.include(error.message, "- queueLength: must be an integer >= 0, got -2")
       assert.include(error.message, "- threads: ")
       const crossed = yield* Effect.flip(Workers.decodeOptions({ minThreads: 4, maxThreads: 2 }))
-      assert.include(crossed.message, "- minThreads: minThreads (4) must not exceed maxThreads (2)")
+      assert.include(crossed.message, "- minThreads: must not exceed maxThreads (2), got 4")
       const zero = yield* Effect.flip(Workers.decodeOptions({ idleTime: 0 }))
-      assert.include(zero.message, "idleTime must be a positive finite duration")
+      assert.include(zero.message, "- idleTime: must be a positive finite duration")
     })
   )
 
-  it.effect("options of the wrong type or not an object: one line each, no schema noise", () =>
+  it.effect("options of the wrong type or not an object: one line each, as ActorSystem.layer reports them", () =>
     Effect.gen(function* () {
       const cases: ReadonlyArray<readonly [unknown, string]> = [
-        [{ maxThreads: "2" }, '- maxThreads: maxThreads must be an integer >= 1, got "2"'],
-        [{ queueLength: Number.NaN }, "- queueLength: queueLength must be an integer >= 0, got NaN"],
-        [{ maxThreads: Number.POSITIVE_INFINITY }, "- maxThreads: maxThreads must be an integer >= 1, got Infinity"],
+        [{ maxThreads: "2" }, '- maxThreads: expected number, got "2"'],
+        [{ queueLength: Number.NaN }, "- queueLength: must be an integer >= 0, got NaN"],
+        [{ maxThreads: Number.POSITIVE_INFINITY }, "- maxThreads: must be an integer >= 1, got Infinity"],
         [null, "- options: must be an object such as { maxThreads: 2 }, got null"],
         ["fast", '- options: must be an object such as { maxThreads: 2 }, got "fast"'],
-        [{ idleTime: 0.001 }, "- idleTime: idleTime must be at least 1 ms, the timer engine's resolution, got 0.001 ms"]
+        [{ idleTime: 0.001 }, "- idleTime: must be at least 1 ms, the timer engine's resolution, got 0.001 ms"]
       ]
       for (const [options, line] of cases) {
         const error = yield* Effect.flip(Workers.decodeOptions(options))
@@ -88,8 +88,8 @@ describe("Workers options", () => {
       }
       const several = yield* Effect.flip(Workers.decodeOptions({ minThreads: "1", maxThreads: 0 }))
       assert.deepStrictEqual(several.message.split("\n").slice(1), [
-        '- minThreads: minThreads must be an integer >= 0, got "1"',
-        "- maxThreads: maxThreads must be an integer >= 1, got 0"
+        '- minThreads: expected number, got "1"',
+        "- maxThreads: must be an integer >= 1, got 0"
       ])
       // undefined means "the defaults", as for the layer
       assert.strictEqual((yield* Workers.decodeOptions(undefined)).queueLength, 1000)
