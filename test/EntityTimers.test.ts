@@ -1,5 +1,17 @@
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, type Duration, Effect, type Exit, Fiber, Layer, Metric, Option, Random, TestClock } from "effect"
+import {
+  DateTime,
+  type Duration,
+  Effect,
+  type Exit,
+  Fiber,
+  Layer,
+  Metric,
+  Option,
+  Random,
+  type Scope,
+  TestClock
+} from "effect"
 import { ActorRef, ActorSystem, Metrics } from "tickwork"
 import { TestProbe } from "tickwork/testkit"
 import * as Deadline from "../src/Deadline.js"
@@ -523,52 +535,66 @@ describe("checkDeadline", () => {
 
 describe("drops are always reported", () => {
   const missedCount = Effect.map(Metric.value(Metrics.ticksDropped("missed")), (state) => state.count)
-  const warningsOf = (logs: ReadonlyArray<CapturedLog>) =>
+
+  const warningsIn = (logs: ReadonlyArray<CapturedLog>) =>
     logs.filter((l) => l.level === "WARN" && l.message.includes("missed invocation"))
 
-  it.effect("drops followed by a run: the run reports them, and they are counted as ticksDropped('missed')", () =>
+  /** Runs `body` in a system whose logs are captured; the drop warnings and the drops counted meanwhile. */
+  const reported = <A, E>(
+    body: (logs: ReadonlyArray<CapturedLog>) => Effect.Effect<A, E, ActorSystem.ActorSystem | Scope.Scope>
+  ) =>
     Effect.gen(function* () {
       const { layer, logs } = captureLogs()
       const before = yield* missedCount
-      yield* Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const registry = yield* Entity.makeRegistry(
-          makeKind(probe, [{ name: "slow", interval: 100, initialDelay: 100, slowMillis: 250 }])
-        )
-        yield* registry.tell("e", tick("start"))
-        yield* TestClock.adjust("399 millis")
-        assert.strictEqual((yield* missedCount) - before, 2, "200 and 300, counted as they were dropped")
-        assert.deepStrictEqual(warningsOf(logs), [], "not reported yet: no run since")
-        yield* TestClock.adjust("1 millis")
-      }).pipe(Effect.scoped, Effect.provide(SystemLive), Effect.provide(layer))
-      const warnings = warningsOf(logs)
-      assert.strictEqual(warnings.length, 1)
+      yield* body(logs).pipe(Effect.scoped, Effect.provide(SystemLive), Effect.provide(layer))
+      return { warnings: warningsIn(logs), counted: (yield* missedCount) - before }
+    })
+
+  /** Entity "e" with a declarative timer due every 100 ms from 100 whose run takes 250 ms: 200 and 300 are missed. */
+  const slowEntity = Effect.gen(function* () {
+    const probe = yield* TestProbe.make<string>()
+    const registry = yield* Entity.makeRegistry(
+      makeKind(probe, [{ name: "slow", interval: 100, initialDelay: 100, slowMillis: 250 }])
+    )
+    yield* registry.tell("e", tick("start"))
+    return { probe, registry }
+  })
+
+  it.effect("drops followed by a run: the run reports them, and they are counted as ticksDropped('missed')", () =>
+    Effect.gen(function* () {
+      const before = yield* missedCount
+      const { counted, warnings } = yield* reported((logs) =>
+        Effect.gen(function* () {
+          yield* slowEntity
+          yield* TestClock.adjust("399 millis")
+          assert.strictEqual((yield* missedCount) - before, 2, "200 and 300, counted as they were dropped")
+          assert.deepStrictEqual(warningsIn(logs), [], "not reported yet: no run since")
+          yield* TestClock.adjust("1 millis")
+        })
+      )
+      assert.strictEqual(counted, 2)
+      assert.strictEqual(warnings.length, 1, "reported once, by the run of 400")
       assert.include(warnings[0]!.message, 'periodic timer "slow" dropped 2 missed invocations (')
     })
   )
 
   it.effect("drops not followed by a run are reported when the entity sleeps", () =>
     Effect.gen(function* () {
-      const { layer, logs } = captureLogs()
-      const before = yield* missedCount
-      yield* Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const registry = yield* Entity.makeRegistry(
-          makeKind(probe, [{ name: "slow", interval: 100, initialDelay: 100, slowMillis: 250 }])
-        )
-        yield* registry.tell("e", tick("start"))
-        yield* TestClock.adjust("250 millis") // the run of 100 lasts until 350: 200 is dropped, then 300
-        const sleeping = yield* Effect.fork(registry.sleep("e")) // handled after that run, before the next
-        yield* TestClock.adjust("100 millis")
-        yield* Fiber.join(sleeping)
-        assert.isFalse(yield* registry.isAwake("e"))
-        assert.deepStrictEqual(
-          (yield* probe.receiveAll).map((r) => r.message),
-          ["e:start", "e:slow"]
-        )
-      }).pipe(Effect.scoped, Effect.provide(SystemLive), Effect.provide(layer))
-      assert.strictEqual((yield* missedCount) - before, 2)
-      const warnings = warningsOf(logs)
+      const { counted, warnings } = yield* reported(() =>
+        Effect.gen(function* () {
+          const { probe, registry } = yield* slowEntity
+          yield* TestClock.adjust("250 millis") // the run of 100 lasts until 350: 200 is dropped, then 300
+          const sleeping = yield* Effect.fork(registry.sleep("e")) // handled after that run, before the next
+          yield* TestClock.adjust("100 millis")
+          yield* Fiber.join(sleeping)
+          assert.isFalse(yield* registry.isAwake("e"))
+          assert.deepStrictEqual(
+            (yield* probe.receiveAll).map((r) => r.message),
+            ["e:start", "e:slow"]
+          )
+        })
+      )
+      assert.strictEqual(counted, 2)
       assert.strictEqual(warnings.length, 1, "reported once, at the stop")
       assert.include(
         warnings[0]!.message,
@@ -582,22 +608,21 @@ describe("drops are always reported", () => {
 
   it.effect("drops not followed by a run are reported when the timer is cancelled (cancel and unsafeCancel)", () =>
     Effect.gen(function* () {
-      const { layer, logs } = captureLogs()
-      const before = yield* missedCount
-      yield* Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const registry = yield* Entity.makeRegistry(makeKind(probe))
-        const slow: Cmd = { _tag: "Slow", label: "s", millis: 250 }
-        const first = yield* inEntity(registry, "a", (ctx) => ctx.startPeriodicTimer(100, 100, slow))
-        const second = yield* inEntity(registry, "b", (ctx) => ctx.startPeriodicTimer(100, 100, slow))
-        yield* TestClock.adjust("360 millis") // each ran 100..350 and dropped 200 and 300
-        assert.isTrue(yield* first.cancel)
-        assert.isTrue(second.unsafeCancel()) // from outside a fiber: logged on a fiber of the registry's
-        assert.isFalse(yield* first.cancel, "a second cancel reports nothing")
-        yield* TestClock.adjust("1 second")
-      }).pipe(Effect.scoped, Effect.provide(SystemLive), Effect.provide(layer))
-      assert.strictEqual((yield* missedCount) - before, 4)
-      const warnings = warningsOf(logs)
+      const { counted, warnings } = yield* reported(() =>
+        Effect.gen(function* () {
+          const probe = yield* TestProbe.make<string>()
+          const registry = yield* Entity.makeRegistry(makeKind(probe))
+          const slow: Cmd = { _tag: "Slow", label: "s", millis: 250 }
+          const first = yield* inEntity(registry, "a", (ctx) => ctx.startPeriodicTimer(100, 100, slow))
+          const second = yield* inEntity(registry, "b", (ctx) => ctx.startPeriodicTimer(100, 100, slow))
+          yield* TestClock.adjust("360 millis") // each ran 100..350 and dropped 200 and 300
+          assert.isTrue(yield* first.cancel)
+          assert.isTrue(second.unsafeCancel()) // from outside a fiber: logged on a fiber of the registry's
+          assert.isFalse(yield* first.cancel, "a second cancel reports nothing")
+          yield* TestClock.adjust("1 second")
+        })
+      )
+      assert.strictEqual(counted, 4)
       assert.deepStrictEqual(
         warnings.map((w) => [w.annotations.actor, w.annotations.dropped]),
         [
@@ -611,18 +636,14 @@ describe("drops are always reported", () => {
 
   it.effect("drops not followed by a run are reported when the entity restarts after a failure", () =>
     Effect.gen(function* () {
-      const { layer, logs } = captureLogs()
-      yield* Effect.gen(function* () {
-        const probe = yield* TestProbe.make<string>()
-        const registry = yield* Entity.makeRegistry(
-          makeKind(probe, [{ name: "slow", interval: 100, initialDelay: 100, slowMillis: 250 }])
-        )
-        yield* registry.tell("e", tick("start"))
-        yield* TestClock.adjust("250 millis")
-        yield* registry.tell("e", { _tag: "Boom" }) // handled at 350, before the run of 400: a restart
-        yield* TestClock.adjust("100 millis")
-      }).pipe(Effect.scoped, Effect.provide(SystemLive), Effect.provide(layer))
-      const warnings = warningsOf(logs)
+      const { warnings } = yield* reported(() =>
+        Effect.gen(function* () {
+          const { registry } = yield* slowEntity
+          yield* TestClock.adjust("250 millis")
+          yield* registry.tell("e", { _tag: "Boom" }) // handled at 350, before the run of 400: a restart
+          yield* TestClock.adjust("100 millis")
+        })
+      )
       assert.isAtLeast(warnings.length, 1)
       assert.include(
         warnings[0]!.message,
@@ -633,11 +654,17 @@ describe("drops are always reported", () => {
 })
 
 describe("bad input", () => {
+  /** A registry of the test kind, and `flip(f)`: the error of `f` run inside entity "e". */
+  const setup = Effect.gen(function* () {
+    const probe = yield* TestProbe.make<string>()
+    const registry = yield* Entity.makeRegistry(makeKind(probe))
+    const flip = <A, E>(f: (ctx: Ctx) => Effect.Effect<A, E>) => Effect.flip(inEntity(registry, "e", f))
+    return { probe, registry, flip }
+  })
+
   it.effect("intervals below the engine's 1 ms resolution are InvalidTimerInterval for every periodic timer", () =>
     Effect.gen(function* () {
-      const probe = yield* TestProbe.make<string>()
-      const registry = yield* Entity.makeRegistry(makeKind(probe))
-      const flip = <A, E>(f: (ctx: Ctx) => Effect.Effect<A, E>) => Effect.flip(inEntity(registry, "e", f))
+      const { flip, probe, registry } = yield* setup
       const cases = [
         flip((ctx) => ctx.startPeriodicTimer(0.001, tick("x"))),
         flip((ctx) => ctx.startPeriodicTimer(0, 0.5, tick("x"))),
@@ -657,8 +684,7 @@ describe("bad input", () => {
 
   it.effect("at the 1 ms minimum the randomized first delay stays within [1, 2) ms: never 0", () =>
     Effect.gen(function* () {
-      const probe = yield* TestProbe.make<string>()
-      const registry = yield* Entity.makeRegistry(makeKind(probe))
+      const { probe, registry } = yield* setup
       for (const id of ["low", "high"]) {
         yield* inEntity(registry, id, (ctx) => ctx.startRandomizedPeriodicTimer(1, tick("t")))
       }
@@ -671,9 +697,7 @@ describe("bad input", () => {
 
   it.effect("a periodic timer whose command has no handler is InvalidCommand (it used to fail at every tick)", () =>
     Effect.gen(function* () {
-      const probe = yield* TestProbe.make<string>()
-      const registry = yield* Entity.makeRegistry(makeKind(probe))
-      const flip = <A, E>(f: (ctx: Ctx) => Effect.Effect<A, E>) => Effect.flip(inEntity(registry, "e", f))
+      const { flip, registry } = yield* setup
       const periodic = yield* flip((ctx) => ctx.startPeriodicTimer("1 second", { _tag: "Tock" } as unknown as Cmd))
       assert.strictEqual(periodic._tag, "InvalidCommand")
       assert.include(periodic.message, 'invalid command "Tock" for entity kind Timed: the kind has no handler for it')
@@ -686,8 +710,7 @@ describe("bad input", () => {
 
   it.effect("checkDeadline: a deadline that is not a usable time is InvalidDeadline; epoch millis are a time", () =>
     Effect.gen(function* () {
-      const probe = yield* TestProbe.make<string>()
-      const registry = yield* Entity.makeRegistry(makeKind(probe))
+      const { probe, registry } = yield* setup
       const check = (value: unknown) =>
         inEntity(registry, "e", (ctx) =>
           ctx.checkDeadline({ deadline: () => value as Deadline.Deadline, onDue: () => probe.ref.tell("due") })
