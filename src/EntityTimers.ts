@@ -27,7 +27,7 @@ import * as Either from "effect/Either"
 import { type Deadline, type Input as DeadlineInput, type InvalidDeadline, make as makeDeadline } from "./Deadline.js"
 import type { EntityContext, InvalidCommand } from "./Entity.js"
 import type { Cancellable } from "./Scheduler.js"
-import type { InvalidTimerDelay, InvalidTimerInterval } from "./TimerError.js"
+import type { InvalidTimerDelay, InvalidTimerInterval, InvalidTimerTarget } from "./TimerError.js"
 
 /**
  * The timer methods of an entity's context (`ctx`). Call them from the entity's handlers; once the incarnation is
@@ -83,17 +83,18 @@ export interface EntityTimers<in Cmd> {
    * at an absolute time (a `DateTime` or `Deadline`, on the game clock). A number is a delay in milliseconds, as
    * everywhere in tickwork; use `scheduleExecuteOnActorContextAt` for epoch millis. A time already past runs at
    * once (queued behind the messages already in the mailbox). The handle cancels it until it starts. A failure goes
-   * through the entity's supervision like a failing command.
+   * through the entity's supervision like a failing command. An `effect` that is not an `Effect` (a function, a
+   * promise) fails with `TimerError.InvalidTimerTarget` and arms nothing.
    */
   readonly scheduleExecuteOnActorContext: <E, R>(
     at: Duration.DurationInput | DateTime.DateTime | Deadline,
     effect: Effect.Effect<unknown, E, R>
-  ) => Effect.Effect<Cancellable, InvalidTimerDelay | InvalidDeadline, R>
+  ) => Effect.Effect<Cancellable, InvalidTimerDelay | InvalidDeadline | InvalidTimerTarget, R>
   /** Runs `effect` once on the entity's context at an absolute game time: `DateTime`, `Deadline` or epoch millis. */
   readonly scheduleExecuteOnActorContextAt: <E, R>(
     time: DeadlineInput,
     effect: Effect.Effect<unknown, E, R>
-  ) => Effect.Effect<Cancellable, InvalidDeadline, R>
+  ) => Effect.Effect<Cancellable, InvalidDeadline | InvalidTimerTarget, R>
 }
 
 /**

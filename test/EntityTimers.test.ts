@@ -708,6 +708,28 @@ describe("bad input", () => {
     }).pipe(Effect.scoped, Effect.provide(SystemLive))
   )
 
+  it.effect(
+    "a one-shot whose effect is not an Effect is InvalidTimerTarget; a string or object delay InvalidTimerDelay",
+    () =>
+      Effect.gen(function* () {
+        const { flip, registry } = yield* setup
+        const notAnEffect = () => Effect.void
+        const relative = yield* flip((ctx) => ctx.scheduleExecuteOnActorContext(10, notAnEffect as never))
+        assert.strictEqual(relative._tag, "InvalidTimerTarget")
+        assert.include(relative.message, "invalid timer target a function: the task must be an Effect")
+        const absolute = yield* flip((ctx) => ctx.scheduleExecuteOnActorContextAt(10, Promise.resolve() as never))
+        assert.strictEqual(absolute._tag, "InvalidTimerTarget")
+        for (const at of ["soon", {}]) {
+          const error = yield* flip((ctx) =>
+            ctx.scheduleExecuteOnActorContext(at as Duration.DurationInput, Effect.void)
+          )
+          assert.strictEqual(error._tag, "InvalidTimerDelay")
+          assert.include(error.message, "is not a duration")
+        }
+        assert.strictEqual((yield* registry.stats).timers, 0)
+      }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
   it.effect("checkDeadline: a deadline that is not a usable time is InvalidDeadline; epoch millis are a time", () =>
     Effect.gen(function* () {
       const { probe, registry } = yield* setup

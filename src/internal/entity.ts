@@ -42,7 +42,7 @@ import {
 import type { PeriodicTimer } from "../EntityTimers.js"
 import type { LogContext } from "../LogContext.js"
 import type { Cancellable } from "../Scheduler.js"
-import type { InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
+import type { InvalidTimerDelay, InvalidTimerInterval, InvalidTimerTarget } from "../TimerError.js"
 import { type ActorCell, type CellRef, cellOf, type TimerTable } from "./actorCell.js"
 import { withHooks } from "./actorHooks.js"
 import { spawnOwned } from "./actorSystem.js"
@@ -54,7 +54,7 @@ import { captureFrom, withoutParentSpan } from "./logContext.js"
 import { BaseRef, type Delivery } from "./refs.js"
 import { alreadyCancelled } from "./scheduler.js"
 import { TimerBook } from "./timerBook.js"
-import { describeValue } from "./validate.js"
+import { checkTask, describeValue } from "./validate.js"
 
 export const TypeId: unique symbol = Symbol.for("tickwork/Entity")
 export const RegistryTypeId: unique symbol = Symbol.for("tickwork/EntityRegistry")
@@ -458,7 +458,9 @@ class IncarnationContext<Model, Cmd extends Command> implements EntityContext<Mo
   scheduleExecuteOnActorContext<E, R>(
     at: Duration.DurationInput | DeadlineInput,
     effect: Effect.Effect<unknown, E, R>
-  ): Effect.Effect<Cancellable, InvalidTimerDelay | InvalidDeadline, R> {
+  ): Effect.Effect<Cancellable, InvalidTimerDelay | InvalidDeadline | InvalidTimerTarget, R> {
+    const invalid = checkTask(effect)
+    if (invalid !== undefined) return Effect.fail(invalid)
     return Effect.flatMap(
       withServices(effect),
       (run): Effect.Effect<Cancellable, InvalidTimerDelay | InvalidDeadline> => {
@@ -474,7 +476,9 @@ class IncarnationContext<Model, Cmd extends Command> implements EntityContext<Mo
   scheduleExecuteOnActorContextAt<E, R>(
     time: DeadlineInput,
     effect: Effect.Effect<unknown, E, R>
-  ): Effect.Effect<Cancellable, InvalidDeadline, R> {
+  ): Effect.Effect<Cancellable, InvalidDeadline | InvalidTimerTarget, R> {
+    const invalid = checkTask(effect)
+    if (invalid !== undefined) return Effect.fail(invalid)
     return Effect.flatMap(withServices(effect), (run) => this.armAt(time, run))
   }
 
