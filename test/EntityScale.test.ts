@@ -73,7 +73,8 @@ describe("entity timers at scale", () => {
         release: () => {},
         runCommand: () => Effect.void,
         path: "/user/scale",
-        logDetached: () => {}
+        logDetached: () => {},
+        noteMissed: () => {}
       }
       yield* Effect.forkScoped(driver.run)
       // 100k entities start at t = 0 (a wave of logins); each arms its poll with a first delay drawn from Random

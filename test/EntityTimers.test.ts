@@ -18,6 +18,7 @@ import * as Deadline from "../src/Deadline.js"
 import * as Entity from "../src/Entity.js"
 import * as EntityTimers from "../src/EntityTimers.js"
 import * as GameClock from "../src/GameClock.js"
+import { systemOf } from "../src/internal/actorSystem.js"
 import { type CapturedLog, captureLogs, makeStallClock } from "./utils.js"
 
 const SystemLive = ActorSystem.layer({ name: "entity-timers" })
@@ -632,6 +633,20 @@ describe("drops are always reported", () => {
       )
       for (const w of warnings) assert.include(w.message, "dropped 2 missed invocations before it was cancelled")
     })
+  )
+
+  it.effect("the testkit's timeline counts missed invocations per entity and timer", () =>
+    Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const timeline = systemOf(system)!.recordTimeline(100)
+      yield* slowEntity
+      yield* TestClock.adjust("400 millis")
+      assert.strictEqual(timeline.countsOf("/user/Timed:e", "slow").missed, 2)
+      assert.strictEqual(
+        timeline.lines().filter((line) => line.event === "dropped" && line.detail === "missed").length,
+        2
+      )
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
   )
 
   it.effect("drops not followed by a run are reported when the entity restarts after a failure", () =>

@@ -285,6 +285,11 @@ class Incarnation<Model, Cmd extends Command>
     return this.cell.path
   }
 
+  noteMissed(entry: PeriodicEntry, count: number): void {
+    const timeline = this.cell.host.timeline
+    if (timeline !== undefined) for (let i = 0; i < count; i++) timeline.dropped(entry, "missed")
+  }
+
   logDetached(warning: Effect.Effect<void>): void {
     Runtime.runFork(this.registry.runtime)(warning)
   }

@@ -18,7 +18,7 @@ import type { Cancellable } from "../Scheduler.js"
 import type { GameClockState, GameTimer } from "./entityGameClock.js"
 import { cancelEffect } from "./scheduler.js"
 import { FLAG_FREE, MailboxTick } from "./tick.js"
-import type { TimerDriver } from "./timerDriver.js"
+import type { TimerDriver, TimerLabel } from "./timerDriver.js"
 
 /** The one empty tag array metric updates pass (Effect caches a metric's hook per tag-array identity). */
 const NO_TAGS: ReadonlyArray<never> = []
@@ -36,6 +36,8 @@ export interface TimerOwner {
   release(entry: EntityTimer): void
   /** One invocation of a command timer: the command handled on the owner's fiber. */
   runCommand(command: unknown): Effect.Effect<unknown, unknown>
+  /** Invocations `entry` dropped as missed: told to the testkit's timeline, if one records the system. */
+  noteMissed(entry: PeriodicEntry, count: number): void
   /** The owner's actor path, for warnings logged off its fiber. */
   readonly path: string
   /** Runs a warning from code outside a fiber (`unsafeCancel`), with the owner's services. */
@@ -80,6 +82,9 @@ export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellab
   get kind() {
     return "entity_timer" as const
   }
+  override label(): TimerLabel {
+    return { kind: this.kind, key: this.name, owner: this.owner.path }
+  }
   /** An invocation of this timer is queued or running (kept in `flags`, as `active` is by the tick). */
   get busy(): boolean {
     return this.hasFlag(BUSY)
@@ -118,6 +123,7 @@ export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellab
     if (dropped > 0) {
       this.missed += dropped
       ticksDropped("missed").unsafeUpdate(dropped, NO_TAGS)
+      this.owner.noteMissed(this, dropped)
     }
     if (busy) return undefined
     this.busy = true

@@ -26,6 +26,8 @@ export interface TimerCounts {
   stale: number
   mailbox_full: number
   owner_stopped: number
+  /** Entity periodic timers: invocations dropped because the previous one was still queued or running. */
+  missed: number
 }
 
 const label = (entry: TimerEntry): TimerLabel => {
@@ -57,7 +59,7 @@ export class Timeline implements EngineObserver {
     const id = `${line.owner ?? ""}\u0000${line.key ?? ""}`
     let counts = this.counts.get(id)
     if (counts === undefined) {
-      counts = { delivered: 0, stale: 0, mailbox_full: 0, owner_stopped: 0 }
+      counts = { delivered: 0, stale: 0, mailbox_full: 0, owner_stopped: 0, missed: 0 }
       this.counts.set(id, counts)
     }
     return counts
@@ -91,7 +93,7 @@ export class Timeline implements EngineObserver {
 
   /** The counts of `owner`'s timer `key` (every key of the owner when `key` is undefined). */
   countsOf(owner: string, key: string | undefined): TimerCounts {
-    const total: TimerCounts = { delivered: 0, stale: 0, mailbox_full: 0, owner_stopped: 0 }
+    const total: TimerCounts = { delivered: 0, stale: 0, mailbox_full: 0, owner_stopped: 0, missed: 0 }
     for (const [id, counts] of this.counts) {
       const [o, k] = id.split("\u0000")
       if (o !== owner || (key !== undefined && k !== key)) continue
@@ -99,6 +101,7 @@ export class Timeline implements EngineObserver {
       total.stale += counts.stale
       total.mailbox_full += counts.mailbox_full
       total.owner_stopped += counts.owner_stopped
+      total.missed += counts.missed
     }
     return total
   }

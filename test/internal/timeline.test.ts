@@ -57,7 +57,7 @@ describe("the timeline (what the testkit records)", () => {
       yield* ref.tell("slow-then-cancel") // busy 50..300: the ticks at 100, 200 and 300 queue, then it cancels
       yield* TestClock.adjust("400 millis")
       const counts = timeline.countsOf("/user/worker", undefined)
-      assert.deepStrictEqual(counts, { delivered: 0, stale: 3, mailbox_full: 0, owner_stopped: 0 })
+      assert.deepStrictEqual(counts, { delivered: 0, stale: 3, mailbox_full: 0, owner_stopped: 0, missed: 0 })
       assert.strictEqual(timeline.lines().filter((line) => line.event === "stale").length, 3)
     }).pipe(Effect.provide(ActorSystem.layer({ name: "timeline" })))
   )
