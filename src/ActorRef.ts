@@ -145,8 +145,10 @@ export const tell: {
  *
  * type Msg = { readonly _tag: "GetCount"; readonly replyTo: ActorRef.ActorRef<number> }
  *
+ * const question = (replyTo: ActorRef.ActorRef<number>): Msg => ({ _tag: "GetCount", replyTo })
+ *
  * const count = (counter: ActorRef.ActorRef<Msg>) =>
- *   ActorRef.ask(counter, (replyTo: ActorRef.ActorRef<number>): Msg => ({ _tag: "GetCount", replyTo }), "1 second").pipe(
+ *   ActorRef.ask(counter, question, "1 second").pipe(
  *     // a timeout such as "soon", -1 or 0 would fail here, before anything is sent
  *     Effect.catchTag("InvalidTimerDelay", (error) => Effect.dieMessage(error.message))
  *   )

@@ -124,7 +124,7 @@ const checkOptions = (options: unknown): Either.Either<Passivation.Passivation, 
     return Either.left(
       new InvalidGrainsOptions({
         option: "options",
-        reason: `must be an object such as { passivation: Passivation.idle("5 minutes") }, got ${describeValue(options)}`
+        reason: `must be an object such as { passivation: Passivation.never }, got ${describeValue(options)}`
       })
     )
   }

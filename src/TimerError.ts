@@ -128,7 +128,7 @@ export class GrainTimersStopped extends Data.TaggedError("GrainTimersStopped")<{
 export class InvalidTimerOptions extends Data.TaggedError("InvalidTimerOptions")<{
   /** Whose timer: `grain <kind>/<key>` or `Spot <path>`. */
   readonly owner: string
-  /** The option at fault (`reference`, `timeZone`, `name`, `handler`, an unknown key), or `options` for a non-object. */
+  /** The option at fault (`timeZone`, `name`, `handler`, an unknown key), or `options` for a non-object. */
   readonly option: string
   readonly reason: string
 }> {

@@ -778,7 +778,8 @@ const PassivationProblemKey = Symbol.for("tickwork/Passivation/problem")
  */
 export const passivationProblem = (strategy: unknown): string | undefined => {
   if (typeof strategy !== "object" || strategy === null) {
-    return `${describeValue(strategy)} is not a passivation strategy: use Passivation.idle(timeout), messageCount(n) or never`
+    const use = "use Passivation.idle(timeout), messageCount(n) or never"
+    return `${describeValue(strategy)} is not a passivation strategy: ${use}`
   }
   const marked = (strategy as { readonly [PassivationProblemKey]?: string })[PassivationProblemKey]
   if (marked !== undefined) return marked

@@ -140,13 +140,12 @@ const timerOptionsProblem = (options: unknown): readonly [string, string] | unde
     if (!TIMER_OPTIONS.includes(key)) return [key, `is not a Spot timer option (${TIMER_OPTIONS.join(", ")})`]
   }
   const { handler, name } = options as TimerOptions<unknown, unknown>
-  if (typeof name !== "string" || name.trim() === "")
+  if (typeof name !== "string" || name.trim() === "") {
     return ["name", `must be a non-empty string, got ${describeValue(name)}`]
+  }
   if (typeof handler !== "function") {
-    return [
-      "handler",
-      `must be a function (tick, context) => Effect, got ${Effect.isEffect(handler) ? "an Effect" : describeValue(handler)}`
-    ]
+    const given = Effect.isEffect(handler) ? "an Effect" : describeValue(handler)
+    return ["handler", `must be a function (tick, context) => Effect, got ${given}`]
   }
   return undefined
 }
