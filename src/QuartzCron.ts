@@ -451,7 +451,7 @@ const Proto = {
 
 const cronerOptions = (timeZone: string | undefined): CronOptions => {
   // Explicit lists in seconds, minutes and hours plus "no-wildcard" make croner treat every expression as
-  // fixed-time: gap times fire once at the end of the gap, repeated times fire once (DESIGN §6).
+  // fixed-time: gap times fire once at the end of the gap, repeated times fire once (docs/design-choices.md, "Cron").
   const options: CronOptions = { paused: true, mode: "7-part", fixedTimeRule: "no-wildcard", domAndDow: true }
   if (timeZone !== undefined) options.timezone = timeZone
   return options

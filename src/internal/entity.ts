@@ -721,8 +721,12 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
     if (!entry.draining) {
       entry.draining = true
       if (entry.cell === undefined) (entry.pending ??= []).push({ message: SLEEP, logContext: undefined })
-      else if (entry.cell.mailbox.isFull) entry.cell.offerSystem(SLEEP)
-      else entry.cell.deliver(SLEEP, undefined, undefined)
+      else {
+        if (entry.cell.mailbox.isFull) entry.cell.offerSystem(SLEEP)
+        else entry.cell.deliver(SLEEP, undefined, undefined)
+        // a sleep takes a bounded time, counted from the request: a handler that never returns is interrupted
+        entry.cell.host.armStopDeadline(entry.cell)
+      }
     }
     return entry
   }

@@ -491,7 +491,7 @@ export class SpotRuntime<S> implements SpotTimerHost, TimerTable {
     this.timers.clear()
   }
 
-  /** The Spot's Scope finalizer for its timer table: closing the scope cancels every timer (DESIGN §3). */
+  /** The Spot's Scope finalizer for its timer table: closing the scope cancels every timer. */
   readonly cancelTimers: Effect.Effect<void> = Effect.sync(() => this.stopTimers())
 
   /**
