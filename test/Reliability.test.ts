@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Metric, Ref, Schedule, Scope, TestClock } from "effect"
-import { Actor, ActorRef, ActorSystem, EventStream, Grain, Grains, Metrics, Passivation, Spot } from "tickwork"
+import { Actor, ActorRef, ActorSystem, Entity, EventStream, Grain, Grains, Metrics, Passivation, Spot } from "tickwork"
 import { TestProbe } from "tickwork/testkit"
 import { systemOf } from "../src/internal/actorSystem.js"
 import { captureLogs } from "./utils.js"
@@ -236,6 +236,14 @@ describe("reliability: nothing a user passes stops the engine", () => {
   )
 })
 
+/** A grain kind whose `onDeactivate` never returns. */
+const Lingering = Grain.make<string>()({
+  name: "lingering",
+  passivation: Passivation.messageCount(1), // deactivates after its first message
+  onReceive: () => Effect.void,
+  onDeactivate: () => Effect.never
+})
+
 describe("reliability: a stop takes a bounded time", () => {
   const Hanging = (probe: TestProbe.TestProbe<string>, hangIn: "receive" | "postStop") =>
     Actor.make<string>()({
@@ -317,6 +325,46 @@ describe("reliability: a stop takes a bounded time", () => {
       const after = lines.find((line) => line.message === "after shutdown")!
       assert.deepStrictEqual(after.annotations, {})
     }).pipe(Effect.provide(ActorSystem.layer({ name: "clean" })), Effect.provide(logs))
+  })
+
+  it.effect("an entity's sleep and a grain's deactivation take a bounded time too", () => {
+    const { layer: logs, logs: lines } = captureLogs()
+    return Effect.gen(function* () {
+      const Stuck = Entity.make<{ readonly n: number }, { readonly _tag: "Hang" }>()({
+        name: "Stuck",
+        initialize: () => Effect.succeed({ n: 0 }),
+        commands: { Hang: () => Effect.never }
+      })
+      const registry = yield* Entity.makeRegistry(Stuck)
+      yield* registry.tell("e-1", { _tag: "Hang" })
+      yield* TestClock.adjust("1 millis")
+      const sleeping = yield* Effect.fork(registry.sleep("e-1"))
+      yield* TestClock.adjust("999 millis")
+      assert.isNull(sleeping.unsafePoll(), "the handler has not returned")
+      yield* TestClock.adjust("1 millis")
+      yield* Fiber.join(sleeping)
+      assert.isTrue(
+        lines.some((line) => line.level === "WARN" && line.message.includes("did not stop within the stop timeout"))
+      )
+      const system = yield* ActorSystem.ActorSystem
+      const actors = (yield* system.stats).actors
+      yield* Grains.tell(Lingering, "g-1", "hello") // handled, then the grain deactivates: onDeactivate hangs
+      yield* TestClock.adjust("999 millis")
+      assert.strictEqual((yield* system.stats).actors, actors + 1, "still deactivating")
+      yield* TestClock.adjust("1 millis")
+      assert.isTrue(
+        lines.some((line) => line.level === "WARN" && line.message.includes("onDeactivate did not finish within"))
+      )
+      assert.strictEqual((yield* system.stats).actors, actors)
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(
+        Grains.layer([Lingering]).pipe(
+          Layer.provideMerge(ActorSystem.layer({ name: "bounded", stopTimeout: "1 second" }))
+        )
+      ),
+      Effect.provide(logs)
+    )
   })
 
   it.effect("stopTimeout must be a positive finite duration", () =>

@@ -318,9 +318,13 @@ class Activation extends TimerBook<string, GrainTimer> implements TimerOwner {
     if (this.phase !== "active") return Effect.void
     this.phase = "deactivating"
     this.stopTimers()
-    return Effect.catchAllCause(this.kind.onDeactivate(this.props, this.state) as Effect.Effect<void>, (cause) =>
-      Effect.logError(`onDeactivate of grain ${this.name} failed`, cause)
+    const onDeactivate = Effect.catchAllCause(
+      this.kind.onDeactivate(this.props, this.state) as Effect.Effect<void>,
+      (cause) => Effect.logError(`onDeactivate of grain ${this.name} failed`, cause)
     )
+    // a deactivation takes a bounded time: an `onDeactivate` that never returns is interrupted after the stop timeout
+    const cell = this.cell
+    return cell === undefined ? onDeactivate : cell.host.bounded(onDeactivate, cell, "onDeactivate")
   }
 
   /** The error of a message that reached an activation that is no longer active. */
