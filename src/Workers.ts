@@ -121,10 +121,10 @@ export type WorkerCallTypeId = typeof WorkerCallTypeId
  * @since 0.1.0
  * @category errors
  */
-export class CpuTaskFailed extends Schema.TaggedError<CpuTaskFailed>("tickwork/Workers/CpuTaskFailed")(
-  "CpuTaskFailed",
-  { task: Schema.String, reason: Schema.String }
-) {
+export class CpuTaskFailed extends Schema.TaggedError<CpuTaskFailed>()("CpuTaskFailed", {
+  task: Schema.String,
+  reason: Schema.String
+}) {
   override get message(): string {
     return `cpu task ${this.task} failed: ${this.reason}`
   }
@@ -145,10 +145,11 @@ export class CpuTaskFailed extends Schema.TaggedError<CpuTaskFailed>("tickwork/W
  * @since 0.1.0
  * @category errors
  */
-export class CpuTaskNotFound extends Schema.TaggedError<CpuTaskNotFound>("tickwork/Workers/CpuTaskNotFound")(
-  "CpuTaskNotFound",
-  { task: Schema.String, module: Schema.String, reason: Schema.String }
-) {
+export class CpuTaskNotFound extends Schema.TaggedError<CpuTaskNotFound>()("CpuTaskNotFound", {
+  task: Schema.String,
+  module: Schema.String,
+  reason: Schema.String
+}) {
   override get message(): string {
     return `cpu task ${this.task} not found in ${this.module}: ${this.reason}`
   }

@@ -377,10 +377,7 @@ class Incarnation<Model, Cmd extends Command>
 
 // ------------------------------------------------------------------ context
 
-/**
- * The context an incarnation's handlers see. A class over the incarnation (no closure per operation), so its methods
- * are called on the context, not detached.
- */
+/** The context an incarnation's handlers see: a class over the incarnation, safe to destructure. */
 class IncarnationContext<Model, Cmd extends Command> implements EntityContext<Model, Cmd> {
   constructor(private readonly inc: Incarnation<Model, Cmd>) {}
 
@@ -412,8 +409,9 @@ class IncarnationContext<Model, Cmd extends Command> implements EntityContext<Mo
     return Effect.sync(() => DateTime.unsafeMake(this.inc.gameNow()))
   }
 
-  send(command: Cmd): Effect.Effect<void> {
-    return this.inc.cell.ref.tell(command)
+  get send(): EntityContext<Model, Cmd>["send"] {
+    const ref = this.inc.cell.ref
+    return (command) => ref.tell(command)
   }
 
   get sleep(): Effect.Effect<void> {
@@ -422,16 +420,30 @@ class IncarnationContext<Model, Cmd extends Command> implements EntityContext<Mo
     })
   }
 
-  startPeriodicTimer(
-    interval: Duration.DurationInput,
-    command: Cmd
-  ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidCommand>
-  startPeriodicTimer(
-    initialDelay: Duration.DurationInput,
-    interval: Duration.DurationInput,
-    command: Cmd
-  ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay | InvalidCommand>
-  startPeriodicTimer(
+  // Each operation is a getter returning a function closed over the context, so a destructured one works too, and an
+  // idle entity pays no closure for it.
+  get startPeriodicTimer(): EntityContext<Model, Cmd>["startPeriodicTimer"] {
+    return ((...args: [Duration.DurationInput, Cmd] | [Duration.DurationInput, Duration.DurationInput, Cmd]) =>
+      this.periodicTimer(...args)) as EntityContext<Model, Cmd>["startPeriodicTimer"]
+  }
+
+  get startRandomizedPeriodicTimer(): EntityContext<Model, Cmd>["startRandomizedPeriodicTimer"] {
+    return (interval, command) => this.randomizedPeriodicTimer(interval, command)
+  }
+
+  get scheduleExecuteOnActorContext(): EntityContext<Model, Cmd>["scheduleExecuteOnActorContext"] {
+    return (at, effect) => this.executeLater(at, effect)
+  }
+
+  get scheduleExecuteOnActorContextAt(): EntityContext<Model, Cmd>["scheduleExecuteOnActorContextAt"] {
+    return (time, effect) => this.executeAt(time, effect)
+  }
+
+  get checkDeadline(): EntityContext<Model, Cmd>["checkDeadline"] {
+    return (options) => this.deadlineCheck(options)
+  }
+
+  private periodicTimer(
     ...args: [Duration.DurationInput, Cmd] | [Duration.DurationInput, Duration.DurationInput, Cmd]
   ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay | InvalidCommand> {
     return Effect.suspend((): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidTimerDelay | InvalidCommand> => {
@@ -445,7 +457,7 @@ class IncarnationContext<Model, Cmd extends Command> implements EntityContext<Mo
     })
   }
 
-  startRandomizedPeriodicTimer(
+  private randomizedPeriodicTimer(
     interval: Duration.DurationInput,
     command: Cmd
   ): Effect.Effect<Cancellable, InvalidTimerInterval | InvalidCommand> {
@@ -460,7 +472,7 @@ class IncarnationContext<Model, Cmd extends Command> implements EntityContext<Mo
     })
   }
 
-  scheduleExecuteOnActorContext<E, R>(
+  private executeLater<E, R>(
     at: Duration.DurationInput | DeadlineInput,
     effect: Effect.Effect<unknown, E, R>
   ): Effect.Effect<Cancellable, InvalidTimerDelay | InvalidDeadline | InvalidTimerTarget, R> {
@@ -478,7 +490,7 @@ class IncarnationContext<Model, Cmd extends Command> implements EntityContext<Mo
     )
   }
 
-  scheduleExecuteOnActorContextAt<E, R>(
+  private executeAt<E, R>(
     time: DeadlineInput,
     effect: Effect.Effect<unknown, E, R>
   ): Effect.Effect<Cancellable, InvalidDeadline | InvalidTimerTarget, R> {
@@ -487,7 +499,7 @@ class IncarnationContext<Model, Cmd extends Command> implements EntityContext<Mo
     return Effect.flatMap(withServices(effect), (run) => this.armAt(time, run))
   }
 
-  checkDeadline<E, R>(options: {
+  private deadlineCheck<E, R>(options: {
     readonly deadline: (model: Model) => Deadline | undefined
     readonly onDue: (model: Model) => Effect.Effect<unknown, E, R>
   }): Effect.Effect<Option.Option<Cancellable>, E | InvalidDeadline, R> {

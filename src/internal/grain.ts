@@ -453,8 +453,8 @@ const grainActor = (kind: Grain<any, any, any, any>): Actor.Actor<unknown, void,
 }
 
 /**
- * What `onActivate` and `onDeactivate` see: a class over the activation (no closure per operation), so its methods are
- * called on the object, not detached.
+ * What `onActivate` and `onDeactivate` see: a class over the activation, no closure made while the grain is idle. Each
+ * operation is a getter returning a function closed over the activation, so a destructured `schedule` works too.
  */
 class ActivationProps implements GrainProps<unknown> {
   constructor(protected readonly activation: Activation) {}
@@ -463,69 +463,83 @@ class ActivationProps implements GrainProps<unknown> {
     return this.activation.identity
   }
 
-  scheduleOnce(
-    message: unknown,
-    delay: Duration.DurationInput,
-    ...options: ReadonlyArray<TimerOptions>
-  ): Effect.Effect<string, GrainTimersStopped | InvalidTimerDelay | InvalidTimerOptions | InvalidTimerReference> {
-    return this.activation.register(message, () =>
-      Either.flatMap(checkOptions(this.activation.name, options, false), (checked) =>
-        Either.map(delayMillis(delay), (d) => [{ _tag: "once", delay: d }, checked] as const)
-      )
-    )
-  }
-
-  schedule(
-    message: unknown,
-    interval: Duration.DurationInput,
-    ...options: ReadonlyArray<TimerOptions>
-  ): Effect.Effect<string, GrainTimersStopped | InvalidTimerInterval | InvalidTimerOptions | InvalidTimerReference> {
-    return this.activation.register(message, () =>
-      Either.flatMap(checkOptions(this.activation.name, options, false), (checked) =>
-        Either.map(intervalMillis(interval), (i) => [{ _tag: "interval", interval: i }, checked] as const)
-      )
-    )
-  }
-
-  scheduleWithCron(
-    message: unknown,
-    expression: string,
-    ...options: ReadonlyArray<TimerOptions>
-  ): Effect.Effect<string, GrainTimersStopped | InvalidCronExpression | InvalidTimerOptions | InvalidTimerReference> {
-    return this.activation.register(message, (now) =>
-      Either.flatMap(checkOptions(this.activation.name, options, true), (checked) =>
-        Either.flatMap(
-          QuartzCron.parse(expression, checked.timeZone === undefined ? undefined : { timeZone: checked.timeZone }),
-          // a cron with no instant after now would be "active" and never fire
-          (cron) => Either.map(firstInstant(cron, expression, now), () => [{ _tag: "cron", cron }, checked] as const)
+  get scheduleOnce() {
+    const activation = this.activation
+    return (
+      message: unknown,
+      delay: Duration.DurationInput,
+      ...options: ReadonlyArray<TimerOptions>
+    ): Effect.Effect<string, GrainTimersStopped | InvalidTimerDelay | InvalidTimerOptions | InvalidTimerReference> =>
+      activation.register(message, () =>
+        Either.flatMap(checkOptions(activation.name, options, false), (checked) =>
+          Either.map(delayMillis(delay), (d) => [{ _tag: "once", delay: d }, checked] as const)
         )
       )
-    )
   }
 
-  cancelSchedule(reference: string): Effect.Effect<void, GrainTimersStopped | ScheduledReferenceNotFound> {
-    return this.activation.cancelSchedule(reference)
+  get schedule() {
+    const activation = this.activation
+    return (
+      message: unknown,
+      interval: Duration.DurationInput,
+      ...options: ReadonlyArray<TimerOptions>
+    ): Effect.Effect<string, GrainTimersStopped | InvalidTimerInterval | InvalidTimerOptions | InvalidTimerReference> =>
+      activation.register(message, () =>
+        Either.flatMap(checkOptions(activation.name, options, false), (checked) =>
+          Either.map(intervalMillis(interval), (i) => [{ _tag: "interval", interval: i }, checked] as const)
+        )
+      )
+  }
+
+  get scheduleWithCron() {
+    const activation = this.activation
+    return (
+      message: unknown,
+      expression: string,
+      ...options: ReadonlyArray<TimerOptions>
+    ): Effect.Effect<
+      string,
+      GrainTimersStopped | InvalidCronExpression | InvalidTimerOptions | InvalidTimerReference
+    > =>
+      activation.register(message, (now) =>
+        Either.flatMap(checkOptions(activation.name, options, true), (checked) =>
+          Either.flatMap(
+            QuartzCron.parse(expression, checked.timeZone === undefined ? undefined : { timeZone: checked.timeZone }),
+            // a cron with no instant after now would be "active" and never fire
+            (cron) => Either.map(firstInstant(cron, expression, now), () => [{ _tag: "cron", cron }, checked] as const)
+          )
+        )
+      )
+  }
+
+  get cancelSchedule() {
+    const activation = this.activation
+    return (reference: string): Effect.Effect<void, GrainTimersStopped | ScheduledReferenceNotFound> =>
+      activation.cancelSchedule(reference)
   }
 
   get timers(): Effect.Effect<ReadonlyArray<TimerInfo>> {
-    return Effect.sync(() => this.activation.listTimers())
+    const activation = this.activation
+    return Effect.sync(() => activation.listTimers())
   }
 
-  tellGrain<M>(
-    kind: Grain<M, any, any, any>,
-    key: string,
-    message: M
-  ): Effect.Effect<void, UnknownGrainKind | InvalidGrainKey> {
-    const invalid = keyProblem(kind, key)
-    if (invalid !== undefined) return Effect.fail(invalid)
+  get tellGrain() {
     const registry = this.activation.registry
-    return registry.hooks.tellGrain === undefined
-      ? registry.tell(kind, key, message)
-      : registry.hooks.tellGrain(kind, key, message)
+    return <M>(
+      kind: Grain<M, any, any, any>,
+      key: string,
+      message: M
+    ): Effect.Effect<void, UnknownGrainKind | InvalidGrainKey> => {
+      const invalid = keyProblem(kind, key)
+      if (invalid !== undefined) return Effect.fail(invalid)
+      return registry.hooks.tellGrain === undefined
+        ? registry.tell(kind, key, message)
+        : registry.hooks.tellGrain(kind, key, message)
+    }
   }
 
-  tellActor<M>(actor: ActorRef<M>, message: M): Effect.Effect<void> {
-    return actor.tell(message)
+  get tellActor() {
+    return <M>(actor: ActorRef<M>, message: M): Effect.Effect<void> => actor.tell(message)
   }
 }
 
@@ -541,16 +555,16 @@ class MessageContext extends ActivationProps implements GrainContext<unknown> {
     super(activation)
   }
 
-  reply(value: unknown): Effect.Effect<void> {
-    return this.signalOnce({ _tag: "reply", value })
+  get reply() {
+    return (value: unknown): Effect.Effect<void> => this.signalOnce({ _tag: "reply", value })
   }
 
   get noErr(): Effect.Effect<void> {
     return this.signalOnce(NO_ERR)
   }
 
-  err(error: unknown): Effect.Effect<void> {
-    return this.signalOnce({ _tag: "err", error })
+  get err() {
+    return (error: unknown): Effect.Effect<void> => this.signalOnce({ _tag: "err", error })
   }
 
   get unhandled(): Effect.Effect<void> {
