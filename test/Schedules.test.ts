@@ -1,7 +1,19 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Metric, Ref, Schedule, TestClock } from "effect"
-import { Actor, type ActorRef, ActorSystem, Metrics, Schedules } from "tickwork"
+import {
+  Actor,
+  type ActorRef,
+  ActorSystem,
+  Entity,
+  Grain,
+  Grains,
+  Metrics,
+  Passivation,
+  Schedules,
+  Spot
+} from "tickwork"
 import { TestProbe } from "tickwork/testkit"
+import { systemOf } from "../src/internal/actorSystem.js"
 import { makeStallClock } from "./utils.js"
 
 const SystemLive = ActorSystem.layer({ name: "schedules" })
@@ -479,6 +491,98 @@ describe("Schedules", () => {
         assert.deepStrictEqual(yield* schedules.timersOf(ref), [])
       })
     )
+  )
+
+  it.effect("timersOf shows the timers a grain, a Spot and an entity keep on their actors", () =>
+    withSchedules((schedules) =>
+      Effect.gen(function* () {
+        const system = yield* ActorSystem.ActorSystem
+        yield* Spot.spawn<number>(
+          {
+            initialState: 0,
+            onStart: (ctx) =>
+              Effect.orDie(ctx.timers.start({ name: "round", period: "300 millis", handler: () => Effect.void }))
+          },
+          "room"
+        )
+        const Player = Entity.make<number, { readonly _tag: "Poll" }>()({
+          name: "Player",
+          initialize: (_id, ctx) => Effect.as(Effect.orDie(ctx.startPeriodicTimer("5 seconds", { _tag: "Poll" })), 0),
+          commands: { Poll: (_cmd, n) => Effect.succeed(n + 1) }
+        })
+        const players = yield* Entity.makeRegistry(Player)
+        yield* players.tell("alice", { _tag: "Poll" })
+        yield* TestClock.adjust("1 millis")
+        const byPath = (path: string) =>
+          Effect.suspend(() => {
+            const cell = Array.from(systemOf(system)!.actorCells).find((c) => c.path === path)!
+            return schedules.timersOf(cell.ref)
+          })
+        assert.deepStrictEqual(yield* byPath("/user/room"), [
+          {
+            key: "round",
+            kind: "spot_timer",
+            mode: "SkipLateTicks",
+            nextDue: 300,
+            intervalMillis: 300,
+            expression: undefined
+          }
+        ])
+        const [alice] = Array.from(systemOf(system)!.actorCells).filter((c) => c.path.includes("alice"))
+        assert.deepStrictEqual(yield* schedules.timersOf(alice!.ref), [
+          {
+            key: "Poll",
+            kind: "entity_timer",
+            mode: "periodic",
+            nextDue: 5000,
+            intervalMillis: 5000,
+            expression: undefined
+          }
+        ])
+      }).pipe(Effect.scoped)
+    )
+  )
+
+  it.effect("timersOf shows a grain activation's timers", () =>
+    Effect.gen(function* () {
+      const Feed = Grain.make<"go">()({
+        name: "feed",
+        passivation: Passivation.never,
+        onActivate: (props) =>
+          Effect.orDie(
+            Effect.zipRight(
+              props.schedule("go", "200 millis", { reference: "poll" }),
+              props.scheduleWithCron("go", "0 0 * * * ?", { reference: "hourly", timeZone: "UTC" })
+            )
+          ),
+        onReceive: () => Effect.void
+      })
+      yield* Effect.gen(function* () {
+        const system = yield* ActorSystem.ActorSystem
+        const schedules = yield* Schedules.Schedules
+        yield* Grains.tell(Feed, "f-1", "go")
+        yield* TestClock.adjust("1 millis")
+        const cell = Array.from(systemOf(system)!.actorCells).find((c) => c.path.includes("f-1"))!
+        assert.deepStrictEqual(yield* schedules.timersOf(cell.ref), [
+          {
+            key: "poll",
+            kind: "grain_timer",
+            mode: "interval",
+            nextDue: 200,
+            intervalMillis: 200,
+            expression: undefined
+          },
+          {
+            key: "hourly",
+            kind: "grain_timer",
+            mode: "cron",
+            nextDue: 3_600_000,
+            intervalMillis: undefined,
+            expression: "0 0 * * * ?"
+          }
+        ])
+      }).pipe(Effect.provide(Grains.layer([Feed]).pipe(Layer.provideMerge(Live))))
+    })
   )
 
   it.effect("shutdown cancels every schedule: no timer, fiber or entry is left", () =>

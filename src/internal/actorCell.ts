@@ -507,6 +507,8 @@ export class ActorCell {
       })
     }
     if (this.timerTables !== undefined) for (const table of this.timerTables) infos.push(...(table.infos?.() ?? []))
+    const owned = this.hooks?.timerInfos
+    if (owned !== undefined) infos.push(...owned(this.owner))
     return infos
   }
 

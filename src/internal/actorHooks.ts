@@ -3,6 +3,7 @@
  * not part of the public `Actor` model.
  */
 import type { ActorRef } from "../ActorRef.js"
+import type { TimerInfo } from "../Timers.js"
 
 export const HooksKey: unique symbol = Symbol.for("tickwork/internal/ActorHooks")
 
@@ -14,6 +15,8 @@ export interface ActorHooks {
   readonly undelivered?: (owner: unknown, message: unknown, sender: ActorRef<any> | undefined) => void
   /** Called once the actor has terminated and its mailbox is drained. */
   readonly terminated?: (owner: unknown) => void
+  /** The timers the runtime keeps for `owner`, for inspection (`Schedules.timersOf`). */
+  readonly timerInfos?: (owner: unknown) => ReadonlyArray<TimerInfo>
 }
 
 export const hooksOf = (actor: object): ActorHooks | undefined => (actor as { [HooksKey]?: ActorHooks })[HooksKey]

@@ -43,6 +43,7 @@ import type { PeriodicTimer } from "../EntityTimers.js"
 import type { LogContext } from "../LogContext.js"
 import type { Cancellable } from "../Scheduler.js"
 import type { InvalidTimerDelay, InvalidTimerInterval, InvalidTimerTarget } from "../TimerError.js"
+import type { TimerInfo } from "../Timers.js"
 import { type ActorCell, type CellRef, cellOf, type TimerTable } from "./actorCell.js"
 import { withHooks } from "./actorHooks.js"
 import { spawnOwned } from "./actorSystem.js"
@@ -222,6 +223,10 @@ class Incarnation<Model, Cmd extends Command>
 
   get size(): number {
     return this.timerCount
+  }
+
+  infos(): ReadonlyArray<TimerInfo> {
+    return this.timerList().map((timer) => timer.inspect())
   }
 
   get target(): ActorCell {

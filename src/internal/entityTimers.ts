@@ -15,6 +15,7 @@
 import * as Effect from "effect/Effect"
 import { ticksDropped } from "../Metrics.js"
 import type { Cancellable } from "../Scheduler.js"
+import type { TimerInfo } from "../Timers.js"
 import type { GameClockState, GameTimer } from "./entityGameClock.js"
 import { cancelEffect } from "./scheduler.js"
 import { FLAG_FREE, MailboxTick } from "./tick.js"
@@ -84,6 +85,18 @@ export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellab
   }
   override label(): TimerLabel {
     return { kind: this.kind, key: this.name, owner: this.owner.path }
+  }
+
+  /** As `Schedules.timersOf` shows it. */
+  inspect(): TimerInfo {
+    return {
+      key: this.name,
+      kind: this.kind,
+      mode: "periodic",
+      nextDue: this.isPending ? this.due : undefined,
+      intervalMillis: this.interval,
+      expression: undefined
+    }
   }
   /** An invocation of this timer is queued or running (kept in `flags`, as `active` is by the tick). */
   get busy(): boolean {
@@ -228,6 +241,22 @@ export class OneShotEntry extends MailboxTick implements EntityTimer, Cancellabl
     private readonly clock: GameClockState | undefined
   ) {
     super()
+  }
+
+  override label(): TimerLabel {
+    return { kind: this.kind, key: "one-shot", owner: this.owner.path }
+  }
+
+  /** As `Schedules.timersOf` shows it: a delay's one-shot is due on the engine, a deadline's at its game time. */
+  inspect(): TimerInfo {
+    return {
+      key: "one-shot",
+      kind: this.kind,
+      mode: this.deadline === undefined ? "one-shot" : "deadline",
+      nextDue: this.isPending ? this.due : undefined,
+      intervalMillis: undefined,
+      expression: undefined
+    }
   }
 
   /**

@@ -430,7 +430,8 @@ const grainHooks: ActorHooks = {
   undelivered: (owner, message) => {
     if (message instanceof GrainEnvelope) ((owner as Activation).leftover ??= []).push(message)
   },
-  terminated: (owner) => (owner as Activation).registry.terminated(owner as Activation)
+  terminated: (owner) => (owner as Activation).registry.terminated(owner as Activation),
+  timerInfos: (owner) => (owner as Activation).timerList().map((timer) => timer.inspect())
 }
 
 /**

@@ -5,6 +5,7 @@ import type * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { TimerInfo } from "../GrainTimers.js"
 import * as QuartzCron from "../QuartzCron.js"
+import type * as Timers from "../Timers.js"
 import { FLAG_FREE, MailboxTick } from "./tick.js"
 import type { TimerDriver } from "./timerDriver.js"
 import { fromEpochOffset, toEpochOffset } from "./timerQueue.js"
@@ -107,6 +108,19 @@ export class GrainTimer extends MailboxTick {
 
   override handler(): Effect.Effect<unknown, unknown> {
     return this.owner.handleTick(this)
+  }
+
+  /** As `Schedules.timersOf` shows it. */
+  inspect(): Timers.TimerInfo {
+    const trigger = this.trigger
+    return {
+      key: this.reference,
+      kind: this.kind,
+      mode: trigger._tag,
+      nextDue: this.info().nextDue,
+      intervalMillis: trigger._tag === "interval" ? trigger.interval : undefined,
+      expression: trigger._tag === "cron" ? trigger.cron.expression : undefined
+    }
   }
 
   info(): TimerInfo {

@@ -43,6 +43,7 @@ import {
 } from "../SpotTimers.js"
 import type { Tick } from "../Tick.js"
 import { InvalidTimerOptions } from "../TimerError.js"
+import type { TimerInfo } from "../Timers.js"
 import type { WorkerCall } from "../Workers.js"
 import type { ActorCell, CellRef, TimerTable } from "./actorCell.js"
 import { intervalMillis } from "./duration.js"
@@ -484,6 +485,17 @@ export class SpotRuntime<S> implements SpotTimerHost, TimerTable {
 
   get size(): number {
     return this.timers.size
+  }
+
+  infos(): ReadonlyArray<TimerInfo> {
+    return Array.from(this.timers.values(), (timer) => ({
+      key: timer.name,
+      kind: timer.kind,
+      mode: timer.policy._tag,
+      nextDue: timer.isPending ? timer.due : undefined,
+      intervalMillis: timer.period,
+      expression: undefined
+    }))
   }
 
   stopTimers(): void {
