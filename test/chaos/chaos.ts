@@ -28,7 +28,7 @@ import {
   TestClock,
   TestContext
 } from "effect"
-import { Actor, type ActorRef, ActorSystem } from "tickwork"
+import { Actor, ActorRef, ActorSystem, Entity, Grain, Grains, OverrunPolicy, Passivation, Spot } from "tickwork"
 
 // ------------------------------------------------------------------ inputs
 
@@ -77,6 +77,9 @@ export type Op =
   | { readonly _tag: "ScheduleCron"; readonly slot: number; readonly expression: Input<string> }
   | { readonly _tag: "ScheduleTask"; readonly outcome: "succeed" | "fail" | "die"; readonly delay: Input<unknown> }
   | { readonly _tag: "CancelSchedule"; readonly index: number }
+  | { readonly _tag: "GrainTimer"; readonly key: Input<string>; readonly interval: Input<unknown> }
+  | { readonly _tag: "SpotTimer"; readonly period: Input<unknown>; readonly overrun: Input<unknown> }
+  | { readonly _tag: "EntityTimer"; readonly id: Input<string>; readonly interval: Input<unknown> }
 
 const SLOTS = 3
 const slot = FastCheck.integer({ min: 0, max: SLOTS - 1 })
@@ -145,7 +148,34 @@ const opArb: FastCheck.Arbitrary<Op> = FastCheck.oneof(
       delay: delayInput
     })
   },
-  { weight: 2, arbitrary: FastCheck.record({ _tag: FastCheck.constant("CancelSchedule" as const), index: slot }) }
+  { weight: 2, arbitrary: FastCheck.record({ _tag: FastCheck.constant("CancelSchedule" as const), index: slot }) },
+  {
+    weight: 2,
+    arbitrary: FastCheck.record({
+      _tag: FastCheck.constant("GrainTimer" as const),
+      key: input<string>(["g-1", "g-2"], ["", 42, undefined]) as FastCheck.Arbitrary<Input<string>>,
+      interval: intervalInput
+    })
+  },
+  {
+    weight: 2,
+    arbitrary: FastCheck.record({
+      _tag: FastCheck.constant("SpotTimer" as const),
+      period: intervalInput,
+      overrun: input<unknown>(
+        [OverrunPolicy.SkipLateTicks, OverrunPolicy.DelayNextTick, OverrunPolicy.CatchUpBounded(2)],
+        ["skip", {}, null, OverrunPolicy.CatchUpBounded(0)]
+      )
+    })
+  },
+  {
+    weight: 2,
+    arbitrary: FastCheck.record({
+      _tag: FastCheck.constant("EntityTimer" as const),
+      id: input<string>(["e-1", "e-2"], ["", 7, null]) as FastCheck.Arbitrary<Input<string>>,
+      interval: intervalInput
+    })
+  }
 )
 
 export const sequenceArb = FastCheck.array(opArb, { minLength: 10, maxLength: 30, size: "max" })
@@ -181,7 +211,10 @@ const TYPED = new Set([
   "InvalidCronExpression",
   "InvalidActorName",
   "InvalidActorDefinition",
-  "ActorNameTaken"
+  "ActorNameTaken",
+  "InvalidGrainKey",
+  "InvalidEntityId",
+  "InvalidOverrunPolicy"
 ])
 
 class Violation extends Error {}
@@ -215,16 +248,106 @@ const expectOutcome = (exit: Exit.Exit<unknown, unknown>, ok: boolean, what: str
   else check(result !== "ok", `${what}: bad input was accepted`)
 }
 
+/** The model canaries' tick counts of the sequence that runs (one sequence runs at a time). */
+let modelTicks = { grain: 0, spot: 0, entity: 0 }
+
+type BeaconMsg = "start" | "tick" | "arm-tick" | { readonly _tag: "Arm"; readonly interval: unknown }
+
+/** The grain canary ("canary" key): a 100 ms interval timer from its activation; `Arm` schedules one more. */
+const Beacon = Grain.make<BeaconMsg>()({
+  name: "beacon",
+  passivation: Passivation.never,
+  onActivate: (props) =>
+    props.identity.key === "canary" ? Effect.asVoid(Effect.orDie(props.schedule("tick", "100 millis"))) : Effect.void,
+  onReceive: (ctx) => {
+    const message = ctx.message
+    if (message === "tick")
+      return Effect.sync(() => {
+        modelTicks.grain++
+      })
+    if (typeof message === "object") {
+      return Effect.flatMap(
+        Effect.exit(ctx.schedule("arm-tick", message.interval as Duration.DurationInput)),
+        ctx.reply
+      )
+    }
+    return Effect.void
+  }
+})
+
+type WalkerCmd =
+  | { readonly _tag: "Tick" }
+  | { readonly _tag: "Step" }
+  | {
+      readonly _tag: "Arm"
+      readonly interval: unknown
+      readonly replyTo: ActorRef.ActorRef<Exit.Exit<unknown, unknown>>
+    }
+
+/** The entity canary ("canary" id): a 100 ms periodic timer from its start; `Arm` starts one more. */
+const Walker = Entity.make<number, WalkerCmd>()({
+  name: "Walker",
+  initialize: (id, ctx) =>
+    id === "canary"
+      ? Effect.as(Effect.orDie(ctx.startPeriodicTimer("100 millis", "100 millis", { _tag: "Step" })), 0)
+      : Effect.succeed(0),
+  commands: {
+    Tick: (_cmd, n) => Effect.succeed(n),
+    Step: (_cmd, n) =>
+      Effect.sync(() => {
+        modelTicks.entity++
+        return n + 1
+      }),
+    Arm: (cmd, n, ctx) =>
+      Effect.as(
+        Effect.flatMap(
+          Effect.exit(ctx.startPeriodicTimer(cmd.interval as Duration.DurationInput, { _tag: "Tick" })),
+          (exit) => cmd.replyTo.tell(exit)
+        ),
+        n
+      )
+  }
+})
+
 /** Runs one sequence on a fresh system and TestClock; throws a `Violation` when a guarantee does not hold. */
 export const runSequence = (ops: ReadonlyArray<Op>): Effect.Effect<void> =>
   Effect.gen(function* () {
     handlerViolations = []
     const scope = yield* Scope.make()
     const context = yield* Effect.orDie(
-      Layer.buildWithScope(ActorSystem.layer({ name: "chaos", stopTimeout: "1 second" }), scope)
+      Layer.buildWithScope(
+        Grains.layer([Beacon]).pipe(Layer.provideMerge(ActorSystem.layer({ name: "chaos", stopTimeout: "1 second" }))),
+        scope
+      )
     )
     const system = Context.get(context, ActorSystem.ActorSystem)
     const start = yield* TestClock.currentTimeMillis
+    // the model canaries: a grain, a Spot and an entity, each ticking every 100 ms from the start
+    const models = { grain: 0, spot: 0, entity: 0 }
+    modelTicks = models
+    yield* Effect.provide(Effect.orDie(Grains.tell(Beacon, "canary", "start")), context)
+    const spot = yield* Effect.orDie(
+      Spot.spawn<number>(
+        {
+          initialState: 0,
+          onStart: (ctx) =>
+            Effect.orDie(
+              ctx.timers.start({
+                name: "canary",
+                period: "100 millis",
+                handler: () =>
+                  Effect.sync(() => {
+                    models.spot++
+                  })
+              })
+            )
+        },
+        "spot-canary"
+      ).pipe(Effect.provide(context))
+    )
+    const entities = yield* Effect.orDie(Effect.provide(Entity.makeRegistry(Walker), context)).pipe(Scope.extend(scope))
+    yield* Effect.orDie(entities.tell("canary", { _tag: "Tick" }))
+    yield* TestClock.adjust(0)
     // the canary: a fixed-rate timer from the start, every 100 ms
     let canaryTicks = 0
     const Canary = Actor.make<"tick">()({
@@ -301,6 +424,9 @@ export const runSequence = (ops: ReadonlyArray<Op>): Effect.Effect<void> =>
       const now = yield* TestClock.currentTimeMillis
       const expected = Math.floor((now - start) / 100)
       check(canaryTicks === expected, `the canary ticked ${canaryTicks} times by +${now - start} ms, not ${expected}`)
+      for (const [model, ticks] of Object.entries(models)) {
+        check(ticks === expected, `the ${model} canary ticked ${ticks} times by +${now - start} ms, not ${expected}`)
+      }
     })
 
     for (const op of [...initial, ...ops]) {
@@ -435,6 +561,56 @@ export const runSequence = (ops: ReadonlyArray<Op>): Effect.Effect<void> =>
           )
           expectOutcome(exit, op.delay.ok, "schedule task")
           if (Exit.isSuccess(exit)) schedules.push(exit.value)
+          break
+        }
+        case "GrainTimer": {
+          // a grain schedules a timer in its handler; the outcome comes back with its reply
+          const exit = yield* Effect.exit(
+            Grains.ask<Exit.Exit<unknown, unknown>, BeaconMsg>(
+              Beacon,
+              op.key.value as string,
+              { _tag: "Arm", interval: op.interval.value },
+              "1 hour"
+            ).pipe(Effect.provide(context))
+          )
+          if (!op.key.ok) {
+            expectOutcome(exit, false, `grain key ${String(op.key.value)}`)
+            break
+          }
+          const armed = Exit.isSuccess(exit) ? (exit.value as Exit.Exit<unknown, unknown>) : exit
+          expectOutcome(armed, op.interval.ok, `grain timer every ${String(op.interval.value)}`)
+          break
+        }
+        case "SpotTimer": {
+          const exit = yield* Effect.exit(
+            spot.run((ctx) =>
+              ctx.timers.start({
+                name: `t-${generation++}`,
+                period: op.period.value as Duration.DurationInput,
+                overrun: op.overrun.value as OverrunPolicy.OverrunPolicy,
+                handler: () => Effect.void
+              })
+            )
+          )
+          expectOutcome(exit, op.period.ok && op.overrun.ok, `Spot timer every ${String(op.period.value)}`)
+          break
+        }
+        case "EntityTimer": {
+          if (!op.id.ok) {
+            const exit = yield* Effect.exit(entities.tell(op.id.value as string, { _tag: "Tick" }))
+            expectOutcome(exit, false, `entity id ${String(op.id.value)}`)
+            break
+          }
+          const exit = yield* Effect.exit(
+            ActorRef.ask(
+              entities.ref(op.id.value as string),
+              (replyTo: ActorRef.ActorRef<Exit.Exit<unknown, unknown>>) =>
+                ({ _tag: "Arm", interval: op.interval.value, replyTo }) as WalkerCmd,
+              "1 hour"
+            )
+          )
+          const armed = Exit.isSuccess(exit) ? exit.value : exit
+          expectOutcome(armed, op.interval.ok, `entity timer every ${String(op.interval.value)}`)
           break
         }
         case "CancelSchedule": {
