@@ -501,7 +501,7 @@ export class ActorCell {
         key: "receive-timeout",
         kind: timeout.kind,
         mode: "receive-timeout",
-        nextDue: timeout.isPending ? timeout.due : undefined,
+        nextDue: timeout.isPending ? this.host.driver.dueOf(timeout) : undefined,
         intervalMillis: timeout.timeout,
         expression: undefined
       })

@@ -51,7 +51,7 @@ export class ActorTimer extends MailboxTick {
   }
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
-    const due = this.due
+    const due = driver.dueOf(this)
     switch (this.mode) {
       case Mode.Single:
         this.finished = true
@@ -115,7 +115,7 @@ export const keyedTimerInfos = (cell: ActorCell): ReadonlyArray<TimerInfo> =>
     key: timer.key,
     kind: timer.kind,
     mode: MODES[timer.mode],
-    nextDue: timer.isPending ? timer.due : undefined,
+    nextDue: timer.isPending ? cell.host.driver.dueOf(timer) : undefined,
     intervalMillis: timer.mode === Mode.FixedDelay || timer.mode === Mode.FixedRate ? timer.interval : undefined,
     expression: undefined
   }))

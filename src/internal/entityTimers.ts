@@ -93,7 +93,7 @@ export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellab
       key: this.name,
       kind: this.kind,
       mode: "periodic",
-      nextDue: this.isPending ? this.due : undefined,
+      nextDue: this.isPending ? this.owner.driver.dueOf(this) : undefined,
       intervalMillis: this.interval,
       expression: undefined
     }
@@ -127,7 +127,7 @@ export class PeriodicEntry extends MailboxTick implements EntityTimer, Cancellab
   }
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
-    const due = this.due
+    const due = driver.dueOf(this)
     // Grid points that passed while the driver could not run (a paused process) are dropped.
     const skipped = now - due >= this.interval ? Math.floor((now - due) / this.interval) : 0
     driver.schedule(this, due + (skipped + 1) * this.interval)
@@ -253,7 +253,7 @@ export class OneShotEntry extends MailboxTick implements EntityTimer, Cancellabl
       key: "one-shot",
       kind: this.kind,
       mode: this.deadline === undefined ? "one-shot" : "deadline",
-      nextDue: this.isPending ? this.due : undefined,
+      nextDue: this.isPending ? this.owner.driver.dueOf(this) : undefined,
       intervalMillis: undefined,
       expression: undefined
     }
@@ -287,7 +287,7 @@ export class OneShotEntry extends MailboxTick implements EntityTimer, Cancellabl
     if (this.state !== OneShotState.Pending) return undefined
     this.finished = true
     this.state = OneShotState.Queued
-    return this.owner.target.offerTick(this, this.due, now)
+    return this.owner.target.offerTick(this, this.owner.driver.dueOf(this), now)
   }
 
   accept(): boolean {

@@ -202,7 +202,7 @@ class Activation extends TimerBook<string, GrainTimer> implements TimerOwner {
     this.goneLatch?.release()
   }
 
-  private get driver() {
+  get driver() {
     return this.cell!.host.driver
   }
 

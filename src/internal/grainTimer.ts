@@ -8,10 +8,10 @@ import * as QuartzCron from "../QuartzCron.js"
 import type * as Timers from "../Timers.js"
 import { FLAG_FREE, MailboxTick } from "./tick.js"
 import type { TimerDriver } from "./timerDriver.js"
-import { fromEpochOffset, toEpochOffset } from "./timerQueue.js"
 
 /** What a grain timer needs from its activation. */
 export interface TimerOwner {
+  readonly driver: TimerDriver
   offerTick(timer: GrainTimer, due: number, now: number): Effect.Effect<void> | undefined
   /** Runs `onReceive` for a delivered tick. */
   handleTick(timer: GrainTimer): Effect.Effect<void>
@@ -43,7 +43,7 @@ export class GrainTimer extends MailboxTick {
   ) {
     super()
     if (keepAlive) this.flags |= KEEP_ALIVE
-    this.registeredOffset = toEpochOffset(registeredAt)
+    this.registeredOffset = owner.driver.toOffset(registeredAt)
   }
 
   /** `registeredAt` as a small integer rather than epoch millis, which V8 would box (16 B per timer). */
@@ -51,7 +51,7 @@ export class GrainTimer extends MailboxTick {
 
   /** When the timer was registered; a dormant timer's first due time counts from here. */
   get registeredAt(): number {
-    return fromEpochOffset(this.registeredOffset)
+    return this.owner.driver.fromOffset(this.registeredOffset)
   }
 
   // Kept in `flags`, above the tick's own bits (`active` among them): a field fewer per timer.
@@ -73,7 +73,7 @@ export class GrainTimer extends MailboxTick {
   }
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
-    const due = this.due
+    const due = driver.dueOf(this)
     const trigger = this.trigger
     if (trigger._tag === "once") {
       this.finished = true
@@ -127,7 +127,11 @@ export class GrainTimer extends MailboxTick {
     return {
       reference: this.reference,
       kind: this.trigger._tag,
-      nextDue: this.isPending ? this.due : this.finished ? undefined : this.firstDue(this.registeredAt),
+      nextDue: this.isPending
+        ? this.owner.driver.dueOf(this)
+        : this.finished
+          ? undefined
+          : this.firstDue(this.registeredAt),
       keepAlive: this.keepAlive
     }
   }

@@ -27,7 +27,7 @@ export class ReceiveTimeout extends MailboxTick {
       driver.schedule(this, idleSince + this.timeout)
       return undefined
     }
-    const due = this.due
+    const due = driver.dueOf(this)
     driver.schedule(this, now + this.timeout)
     return this.cell.offerTick(this, due, now)
   }

@@ -115,7 +115,7 @@ export class ScheduledMessage extends MailboxTick implements Cancellable, Settli
   }
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
-    const due = this.due
+    const due = driver.dueOf(this)
     const next = this.extra?.next?.(due, now)
     if (next !== undefined) driver.schedule(this, next)
     else this.finished = true
@@ -188,13 +188,14 @@ export class ScheduledFunction extends TimerEntry implements Cancellable, Settli
   }
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
-    recordLateness(now - this.due)
+    const due = driver.dueOf(this)
+    recordLateness(now - due)
     if (this.interval > 0) {
-      driver.schedule(this, this.due + this.interval)
+      driver.schedule(this, due + this.interval)
     } else {
       settleDone(this)
     }
-    if (this.host.tracing.enabled) this.host.tracing.offered(this, this.due)
+    if (this.host.tracing.enabled) this.host.tracing.offered(this, due)
     if (this.running) {
       this.backlog++
       return undefined

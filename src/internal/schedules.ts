@@ -278,7 +278,7 @@ export class ScheduleRecord extends MailboxTick implements Cancellable {
   }
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
-    const nominal = this.due
+    const nominal = driver.dueOf(this)
     let instants: ReadonlyArray<number>
     if (now - nominal <= this.policies.graceMillis) {
       instants = [nominal]
@@ -508,7 +508,7 @@ export class ScheduleRecord extends MailboxTick implements Cancellable {
       timeZone: spec._tag === "cron" ? spec.timeZone : undefined,
       state: this.pause === undefined ? "active" : "paused",
       pause: this.pause,
-      nextFire: this.isPending ? this.due : undefined,
+      nextFire: this.isPending ? this.host.driver.dueOf(this) : undefined,
       lastRun: this.runs[this.runs.length - 1],
       policies: {
         misfire: p.misfire,

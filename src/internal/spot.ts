@@ -492,7 +492,7 @@ export class SpotRuntime<S> implements SpotTimerHost, TimerTable {
       key: timer.name,
       kind: timer.kind,
       mode: timer.policy._tag,
-      nextDue: timer.isPending ? timer.due : undefined,
+      nextDue: timer.isPending ? this.driver.dueOf(timer) : undefined,
       intervalMillis: timer.period,
       expression: undefined
     }))

@@ -80,7 +80,7 @@ export class SpotTimer extends MailboxTick {
   }
 
   fire(now: number): Effect.Effect<void> | undefined {
-    return this.host.offerTick(this, this.due, now)
+    return this.host.offerTick(this, this.host.driver.dueOf(this), now)
   }
 
   accept(): boolean {

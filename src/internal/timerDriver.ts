@@ -143,6 +143,21 @@ export class TimerDriver {
     private readonly onFault: FaultReporter = logFault
   ) {}
 
+  /** When `entry` is (or was last) due, in epoch millis. */
+  dueOf(entry: QueueEntry): number {
+    return this.queue.dueOf(entry)
+  }
+
+  /** Epoch millis as a small integer, as the engine keeps due times (for a time a timer keeps of its own). */
+  toOffset(millis: number): number {
+    return this.queue.toOffset(millis)
+  }
+
+  /** The epoch millis of an offset made by `toOffset`. */
+  fromOffset(offset: number): number {
+    return this.queue.fromOffset(offset)
+  }
+
   /** The clock's time in epoch millis. */
   now(): number {
     return this.clock.unsafeCurrentTimeMillis()

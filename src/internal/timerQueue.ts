@@ -21,45 +21,16 @@
  */
 import { HeapEntry, TimerHeap } from "./timerHeap.js"
 
-/**
- * The due time of the first entry ever given one, in this process: entries keep theirs as an offset from it (see
- * `QueueEntry.due`).
- */
-let dueEpoch: number | undefined
-
-/**
- * Epoch millis as an offset from the due epoch, which the first finite value sets: an int32 for times within ~24 days
- * of it, which V8 keeps in a field itself; further off, a double (boxed, never wrong). See `QueueEntry.due`.
- */
-export const toEpochOffset = (millis: number): number => {
-  if (dueEpoch === undefined && Number.isFinite(millis)) dueEpoch = Math.floor(millis)
-  const offset = millis - (dueEpoch ?? 0)
-  // `| 0` makes the int32 V8 keeps in the field; a difference of two doubles would be stored as a double
-  return offset === (offset | 0) ? offset | 0 : offset
-}
-
-/** The epoch millis of an offset made by `toEpochOffset`. */
-export const fromEpochOffset = (offset: number): number => offset + (dueEpoch ?? 0)
-
 /** A timer as the queue sees it. Concrete timer kinds extend this class, so a timer is one allocation. */
 export abstract class QueueEntry {
   /**
-   * `due` less `dueEpoch`. An epoch-millis field holds a boxed double, an object of its own per timer (and one more
-   * object for every collection to move); an offset within ~24 days of the epoch is a small integer, kept in the field
-   * itself. Exact either way: the epoch is a
-   * whole number, so the offset of a due is representable and adds back to it. An offset beyond int32 (a due weeks
-   * away, or another clock in the same process) is stored as a double, which V8 then boxes for every entry: slower,
-   * never wrong. Read before the entry is first scheduled, `due` is the epoch, not 0.
+   * The due time, as an offset from its queue's epoch (`TimerQueue.dueOf` reads it back). An epoch-millis field holds
+   * a boxed double, an object of its own per timer (and one more object for every collection to move); an offset
+   * within ~24 days of the epoch is a small integer, kept in the field itself. Exact either way: the epoch is a whole
+   * number, so the offset of a due is representable and adds back to it. An offset beyond int32 (a due weeks away) is
+   * stored as a double, which V8 then boxes: slower, never wrong.
    */
-  private dueOffset = 0
-
-  /** Epoch millis at which the entry is due. */
-  get due(): number {
-    return fromEpochOffset(this.dueOffset)
-  }
-  set due(value: number) {
-    this.dueOffset = toEpochOffset(value)
-  }
+  dueOffset = 0
   /** Where the entry waits: its index in its bucket's items × 2 + its level (0 near, 1 far); -1 when not pending. */
   slot = -1
 
@@ -177,10 +148,34 @@ export class TimerQueue<E extends QueueEntry> {
     return this.count
   }
 
+  /**
+   * The due time of the first entry this queue was given: its entries keep theirs as an offset from it. Per queue, so
+   * per engine: a system on `TestClock` (near 1970) and a live one in the same process each keep small offsets.
+   */
+  private epoch: number | undefined = undefined
+
+  /** Epoch millis as an offset from this queue's epoch, which the first finite value sets (see `dueOffset`). */
+  toOffset(millis: number): number {
+    if (this.epoch === undefined && Number.isFinite(millis)) this.epoch = Math.floor(millis)
+    const offset = millis - (this.epoch ?? 0)
+    // `| 0` makes the int32 V8 keeps in the field; a difference of two doubles would be stored as a double
+    return offset === (offset | 0) ? offset | 0 : offset
+  }
+
+  /** The epoch millis of an offset made by `toOffset`. */
+  fromOffset(offset: number): number {
+    return offset + (this.epoch ?? 0)
+  }
+
+  /** When `entry` is (or was last) due, in epoch millis. */
+  dueOf(entry: QueueEntry): number {
+    return entry.dueOffset + (this.epoch ?? 0)
+  }
+
   /** Adds `entry` due at `due`; an entry that is already pending is moved (to the end of its new millisecond). */
   insert(entry: E, due: number): void {
     if (entry.slot >= 0) this.unlink(entry)
-    entry.due = due
+    entry.dueOffset = this.toOffset(due)
     const millis = Math.ceil(due)
     const window = Math.floor(millis / WINDOW)
     if (window > this.openUntil && this.opensEmpty(window)) this.openUntil = window
@@ -304,7 +299,7 @@ export class TimerQueue<E extends QueueEntry> {
       if (entry === undefined) continue
       budget--
       bucket.live--
-      const slot = Math.ceil(entry.due) - first
+      const slot = Math.ceil(this.dueOf(entry)) - first
       let near = this.slots[slot]
       // A remembered bucket that emptied (cancels) has left the heap: make a new one.
       if (near === undefined || near.index < 0) near = this.slots[slot] = this.near.bucket(first + slot)
@@ -330,7 +325,7 @@ export class TimerQueue<E extends QueueEntry> {
 
   /** Takes a pending entry out of its bucket; a bucket left empty leaves its level. */
   private unlink(entry: QueueEntry): void {
-    const millis = Math.ceil(entry.due)
+    const millis = Math.ceil(this.dueOf(entry))
     if ((entry.slot & 1) === 0) this.near.take(entry, millis)
     else this.far.take(entry, Math.floor(millis / WINDOW))
     this.count--

@@ -23,8 +23,9 @@ class Recorder extends TimerEntry {
   }
 
   fire(now: number, driver: TimerDriver): Effect.Effect<void> | undefined {
-    this.log.push({ name: this.name, now, due: this.due })
-    const next = this.rearm(now, this.due)
+    const due = driver.dueOf(this)
+    this.log.push({ name: this.name, now, due })
+    const next = this.rearm(now, due)
     if (next !== undefined) driver.schedule(this, next)
     return this.onFire?.(now, driver)
   }

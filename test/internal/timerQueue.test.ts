@@ -1,12 +1,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck } from "effect"
-import { vi } from "vitest"
 import { QueueEntry, TimerQueue } from "../../src/internal/timerQueue.js"
 import { check, drainIds, ENTRIES, Model, type Op, runAgainstModel, type Subject } from "./timerModel.js"
 
 class Entry extends QueueEntry {
+  /** The queue the entry was made for: its due time reads back through it (`TimerQueue.dueOf`). */
+  queue: TimerQueue<Entry> | undefined = undefined
   constructor(readonly id: number) {
     super()
+  }
+  get due(): number {
+    return this.queue!.dueOf(this)
   }
 }
 
@@ -104,7 +108,7 @@ const checkShape = (queue: TimerQueue<Entry>, started: ReadonlySet<number>): voi
 const runOps = (ops: ReadonlyArray<Op>, ahead?: number): void => {
   let now = 0
   const queue = new TimerQueue<Entry>(ahead === undefined ? undefined : () => now + ahead)
-  const entries = Array.from({ length: ENTRIES }, (_, i) => new Entry(i))
+  const entries = Array.from({ length: ENTRIES }, (_, i) => Object.assign(new Entry(i), { queue }))
   // The windows `openAhead` has begun to open: their timers may be near before the window is fully open.
   const started = new Set<number>()
   const subject: Subject<Entry> = {
@@ -284,7 +288,7 @@ describe("TimerQueue", () => {
   it("keeps 100,000 timers in a few hundred milliseconds in order", () => {
     const n = 100_000
     const queue = new TimerQueue<Entry>()
-    for (let i = 0; i < n; i++) queue.insert(new Entry(i), (i * 7919) % 500)
+    for (let i = 0; i < n; i++) queue.insert(Object.assign(new Entry(i), { queue }), (i * 7919) % 500)
     let last = -1
     let lastId = -1
     let popped = 0
@@ -331,10 +335,16 @@ describe("TimerQueue", () => {
   })
 })
 
-describe("QueueEntry.due", () => {
-  class Plain extends QueueEntry {}
+describe("due times as offsets from the queue's epoch", () => {
+  const queueAt = (first: number) => {
+    const queue = new TimerQueue<Entry>()
+    const entry = Object.assign(new Entry(0), { queue })
+    queue.insert(entry, first)
+    return { queue, entry }
+  }
 
   it("gives back exactly the due it was given: epoch millis, fractions, far and negative dues, infinity", () => {
+    const { queue } = queueAt(1_764_547_200_000)
     const dues = [
       1_764_547_200_000,
       0,
@@ -342,52 +352,63 @@ describe("QueueEntry.due", () => {
       1_764_547_200_000 + 40 * 86_400_000,
       -5,
       12.5,
-      2 ** 52,
-      Number.POSITIVE_INFINITY
+      2 ** 52
     ]
-    for (const due of dues) {
-      const entry = new Plain()
-      entry.due = due
+    for (const due of [...dues, Number.POSITIVE_INFINITY]) {
+      const entry = Object.assign(new Entry(1), { queue })
+      queue.insert(entry, due)
       assert.strictEqual(entry.due, due, `due ${due}`)
     }
   })
 
-  it("an infinite first due does not become the epoch (a fresh module: the epoch is the process's first due)", async () => {
-    vi.resetModules()
-    const fresh = await import("../../src/internal/timerQueue.js")
-    class Fresh extends fresh.QueueEntry {}
-    const never = new Fresh()
-    never.due = Number.POSITIVE_INFINITY
-    const soon = new Fresh()
-    soon.due = 1_764_547_200_000
+  it("an infinite first due does not become the epoch", () => {
+    const queue = new TimerQueue<Entry>()
+    const never = Object.assign(new Entry(0), { queue })
+    queue.insert(never, Number.POSITIVE_INFINITY)
+    const soon = Object.assign(new Entry(1), { queue })
+    queue.insert(soon, 1_764_547_200_000)
     assert.strictEqual(never.due, Number.POSITIVE_INFINITY)
     assert.strictEqual(soon.due, 1_764_547_200_000)
+    assert.strictEqual(soon.dueOffset, 0, "the first finite due is the epoch")
   })
 
-  it("an offset near the epoch is an int32 (kept in the field by V8), and every offset adds back exactly", async () => {
-    vi.resetModules()
-    const fresh = await import("../../src/internal/timerQueue.js")
+  it("an offset near the epoch is an int32 (kept in the field by V8), and every offset adds back exactly", () => {
     const epoch = 1_764_547_200_000
-    const near = [epoch, epoch + 1, epoch - 1, epoch + 86_400_000, epoch - 86_400_000]
-    for (const millis of near) {
-      const offset = fresh.toEpochOffset(millis)
+    const { queue } = queueAt(epoch)
+    for (const millis of [epoch, epoch + 1, epoch - 1, epoch + 86_400_000, epoch - 86_400_000]) {
+      const offset = queue.toOffset(millis)
       assert.strictEqual(offset, offset | 0, `an int32 for ${millis}`)
-      assert.strictEqual(fresh.fromEpochOffset(offset), millis)
+      assert.strictEqual(queue.fromOffset(offset), millis)
     }
     for (const millis of [epoch + 0.5, epoch + 40 * 86_400_000, 0, -5, Number.POSITIVE_INFINITY]) {
-      assert.strictEqual(fresh.fromEpochOffset(fresh.toEpochOffset(millis)), millis, `millis ${millis}`)
+      assert.strictEqual(queue.fromOffset(queue.toOffset(millis)), millis, `millis ${millis}`)
     }
   })
 
-  it("stays exact for random dues around now, whatever due came first in the process", () => {
+  it("each queue has an epoch of its own: a TestClock engine and a live one both keep int32 offsets", () => {
+    const test = queueAt(1_000) // a TestClock near 1970
+    const live = queueAt(1_764_547_200_000) // the real clock
+    const testEntry = Object.assign(new Entry(1), { queue: test.queue })
+    test.queue.insert(testEntry, 5_000)
+    const liveEntry = Object.assign(new Entry(2), { queue: live.queue })
+    live.queue.insert(liveEntry, 1_764_547_205_000)
+    assert.strictEqual(testEntry.dueOffset, 4_000)
+    assert.strictEqual(liveEntry.dueOffset, 5_000)
+    assert.strictEqual(testEntry.due, 5_000)
+    assert.strictEqual(liveEntry.due, 1_764_547_205_000)
+  })
+
+  it("stays exact for random dues around now, whatever due came first", () => {
     FastCheck.assert(
       FastCheck.property(
         FastCheck.integer({ min: 0, max: 2 ** 42 }),
+        FastCheck.integer({ min: 0, max: 2 ** 42 }),
         FastCheck.integer({ min: 0, max: 1_000 }),
-        (millis, quarter) => {
-          const entry = new Plain()
+        (first, millis, quarter) => {
+          const { queue } = queueAt(first)
+          const entry = Object.assign(new Entry(1), { queue })
           const due = millis + quarter / 4
-          entry.due = due
+          queue.insert(entry, due)
           return entry.due === due
         }
       )
