@@ -23,6 +23,7 @@ import {
   ScheduleStorageError
 } from "../../TimerError.js"
 import { cronOf, ensureTables, FirePayload, makeEntity, RunPayload, tableNames } from "./cron.js"
+import { runningIn } from "./cronPolicy.js"
 import * as ScheduleState from "./scheduleState.js"
 
 interface CronRow {
@@ -43,7 +44,8 @@ const storageError = (operation: string, reference: string | undefined) => (caus
 /** The source over the cluster crons of the runner's storage (creates the tables when missing). */
 export const make = Effect.gen(function* () {
   const sharding = yield* Sharding.Sharding
-  const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+  const storage = yield* SqlClient.SqlClient
+  const sql = storage.withoutTransforms()
   yield* Effect.mapError(ensureTables, storageError("table creation", undefined))
   const tables = yield* tableNames
   const state = yield* ScheduleState.make
@@ -95,9 +97,14 @@ export const make = Effect.gen(function* () {
         (error) => Effect.fail(storageError(operation, reference)(error))
       )
 
-  const sendRun = (reference: string, trigger: "manual" | "backfill", instants: ReadonlyArray<number>) =>
+  const sendRun = (
+    reference: string,
+    trigger: "manual" | "backfill",
+    instants: ReadonlyArray<number>,
+    runId?: string
+  ) =>
     Effect.gen(function* () {
-      const id = String(yield* sharding.getSnowflake)
+      const id = runId ?? String(yield* sharding.getSnowflake)
       const client = (yield* sharding.makeClient(makeEntity(reference)))(`${trigger}-${id}`)
       yield* client.run(new RunPayload({ id, trigger, instants }), { discard: true })
     }).pipe(Effect.mapError(storageError(trigger, reference)))
@@ -149,10 +156,39 @@ export const make = Effect.gen(function* () {
       stored("trigger")(
         reference,
         Effect.gen(function* () {
-          yield* find(reference)
           const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+          // A run in progress in this process decides here, before any storage is touched: with SQLite the run holds
+          // the one connection, and the message would only be read once it is over.
+          const local = runningIn(storage, `${tables.schedules}/${reference}`)
+          const overlap = local.count > 0 ? local.overlap : "allowAll"
+          const id = String(yield* sharding.getSnowflake)
+          if (overlap === "bufferOne") local.buffered = id
+          yield* find(reference)
           scheduleEvents("triggered").unsafeUpdate(1, [])
-          yield* sendRun(reference, "manual", [now])
+          const replaced = overlap === "bufferOne" && local.buffered !== id
+          if (overlap === "skip" || replaced) {
+            scheduleEvents("overlap").unsafeUpdate(1, [])
+            const st = yield* state.get(reference)
+            return yield* state.record(
+              reference,
+              `m:${id}:${now}`,
+              {
+                instant: now,
+                trigger: "manual",
+                start: undefined,
+                end: undefined,
+                outcome: "skipped",
+                lateness: undefined,
+                attempts: 0,
+                detail: replaced
+                  ? "a later run took its place (overlap: bufferOne)"
+                  : "a run was still going (overlap: skip)"
+              },
+              st?.policies.history ?? DEFAULTS.history
+            )
+          }
+          if (overlap === "bufferOne") local.buffered = undefined
+          yield* sendRun(reference, "manual", [now], id)
         })
       ),
     update: (reference, changes) =>
