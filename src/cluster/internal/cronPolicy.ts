@@ -127,5 +127,6 @@ export const awaitTurn = (
       }
     }
     host.local.count++
+    host.local.overlap = overlap
     return { _tag: "run" } as const
   })
