@@ -171,11 +171,11 @@ export const storedPolicies = (policies: ParsedPolicies): StoredPolicies => ({
 
 /** What the code registered: an operator's update holds until the code registers something else. */
 const definedOf = (definition: Definition<any, any>): string =>
-  encodePolicies({
-    ...storedPolicies(definition.policies),
+  JSON.stringify({
     expression: definition.cron.expression,
-    timeZone: definition.timeZone
-  } as never)
+    timeZone: definition.timeZone,
+    policies: encodePolicies(storedPolicies(definition.policies))
+  })
 
 /** Parsed expressions by zone and text: an operator's update changes what the handler evaluates. */
 const parsedCrons = new Map<string, QuartzCron.QuartzCron>()
