@@ -32,7 +32,9 @@ const main = Effect.gen(function* () {
 
   // list: the cluster crons beside the local schedules
   for (const info of yield* schedules.list({ kind: "cluster-cron" })) {
-    yield* Effect.logInfo(`${info.reference} ${info.expression} (${info.timeZone}): ${info.state}, next ${info.nextFire}`)
+    yield* Effect.logInfo(
+      `${info.reference} ${info.expression} (${info.timeZone}): ${info.state}, next ${info.nextFire}`
+    )
   }
 
   // pause with a note (stored: every runner sees it, restarts keep it), then resume from the next instant
