@@ -564,7 +564,8 @@ const registerSlot = (
               Effect.gen(function* () {
                 const now = yield* Clock.currentTimeMillis
                 const exists = yield* lockCursor(now)
-                if (exists === undefined) return
+                // Removed meanwhile, or a redelivery of a run that committed: its SQL happened once already.
+                if (exists === undefined || (yield* state.hasRun(reference, id))) return
                 const row = yield* state.get(reference)
                 const policies = policiesOf(row, slot.last)
                 if (turn._tag === "skip") {

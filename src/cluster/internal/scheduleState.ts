@@ -223,6 +223,12 @@ export const make = Effect.gen(function* () {
             SELECT id FROM ${runs} WHERE reference = ${reference}
             ORDER BY COALESCE(ended, started, instant) DESC, instant DESC LIMIT ${keep})`
       ),
+    /** Whether the run `id` is recorded (a redelivered trigger or backfill that committed already). */
+    hasRun: (reference: string, id: string): Effect.Effect<boolean, SqlError> =>
+      Effect.map(
+        sql<{ readonly id: string }>`SELECT id FROM ${runs} WHERE reference = ${reference} AND id = ${id}`,
+        (rows) => rows.length > 0
+      ),
     history: (reference: string): Effect.Effect<ReadonlyArray<Run>, SqlError> =>
       Effect.map(
         sql<RawRun>`
