@@ -2,11 +2,11 @@
  * Conformance cases for operating cluster crons through `Schedules` (`ClusterSchedules`): run by conformance.test.ts
  * against each storage backend.
  */
-import type { SqlClient } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { assert, it } from "@effect/vitest"
-import { type Context, DateTime, Effect, Exit, Fiber, Layer, Metric, Schedule, Scope, TestClock } from "effect"
+import { Context, DateTime, Effect, Exit, Fiber, Layer, Metric, Schedule, Scope, TestClock } from "effect"
 import { ActorSystem, Metrics, Schedules } from "tickwork"
-import { ClusterScheduler, ClusterSchedules } from "tickwork/cluster"
+import { ClusterRunner, ClusterScheduler, ClusterSchedules } from "tickwork/cluster"
 import { iso, type TestRunner } from "./conformance-helpers.js"
 
 export interface ScheduleCasesHost {
@@ -317,6 +317,39 @@ export const scheduleCases = ({ setup, advance }: ScheduleCasesHost) => {
         )
         const reversed = yield* Effect.flip(schedules.backfill("flaky", 20_000, 0))
         assert.strictEqual(reversed._tag, "InvalidSchedulePolicy")
+        yield* Scope.close(runner.scope, Exit.void)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.scoped(
+    "cluster cron: unknown references are ScheduledReferenceNotFound; storage failures are ScheduleStorageError",
+    () =>
+      Effect.gen(function* () {
+        const { startRunner, storage } = yield* setup
+        const runner = yield* operated(yield* startRunner(1))
+        yield* schedule(runner, "kept", "0 0 * * * ?", () => Effect.void)
+        yield* advance(2)
+        const schedules = yield* runner.schedules
+        for (const missing of [
+          schedules.get("nowhere"),
+          schedules.pause("nowhere", "note"),
+          schedules.resume("nowhere"),
+          schedules.trigger("nowhere"),
+          schedules.remove("nowhere"),
+          schedules.history("nowhere"),
+          schedules.backfill("nowhere", 0, 1)
+        ]) {
+          assert.strictEqual((yield* Effect.flip(missing))._tag, "ScheduledReferenceNotFound")
+        }
+        // The runs table goes away: reading the history is a typed storage error, not a defect.
+        const sql = Context.get(storage, SqlClient.SqlClient)
+        const prefix = (yield* ClusterRunner.Tables.pipe(Effect.provide(runner.context))).prefix
+        yield* sql`DROP TABLE ${sql(`${prefix}_tickwork_schedule_runs`)}`
+        const failed = yield* Effect.flip(schedules.history("kept"))
+        assert.strictEqual(failed._tag, "ScheduleStorageError")
+        assert.include(failed.message, "history")
+        assert.strictEqual((yield* Effect.flip(schedules.list()))._tag, "ScheduleStorageError")
         yield* Scope.close(runner.scope, Exit.void)
       }),
     { timeout: 120_000 }
