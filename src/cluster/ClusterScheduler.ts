@@ -14,11 +14,15 @@
  *   runner dies after it and before the commit.
  * - **No instant lost to a dead runner.** The instants a schedule misses while its runner is being replaced run
  *   late, in order, each once, as long as they are at most `misfireThreshold` late (default 1 minute, as Quartz).
- * - **Whole cluster down** (or the schedule registered nowhere) for longer than that: the pending instant runs once
- *   on recovery (`fire.misfired` is true), the instants missed since are skipped with one warning that counts them,
- *   and the schedule continues on its grid from now.
+ * - **Whole cluster down** (or the schedule registered nowhere) for longer than that: by default (misfire
+ *   `runOnce`) the pending instant runs once on recovery (`fire.misfired` is true), the instants missed since are
+ *   skipped with one warning that counts them, and the schedule continues on its grid from now; `withPolicies` can
+ *   skip them all (`skipMissed`) or run the latest of them (`runAll(max)`).
  * - **A failing `execute`** (error or defect) has its SQL rolled back, is logged as a warning and recorded with
- *   outcome `"failed"`; the schedule continues with the next instant (no retry).
+ *   outcome `"failed"`; the schedule continues with the next instant (retried first under a `retry` policy, and
+ *   paused after `pauseAfterFailures` failed instants in a row).
+ * - **Operable**: with `ClusterSchedules.layer`, `Schedules` lists, pauses, resumes, triggers, updates, backfills and
+ *   removes cluster crons, cluster-wide (docs/operations.md).
  * - **Lateness**: an instant runs at most about `entityMessagePollInterval` (1 second by default) after it is due
  *   while its runner is healthy.
  *
@@ -259,13 +263,15 @@ const define = <E, R>(
  * as the surrounding scope is open on at least one runner. Register it on every runner (same expression, zone and
  * reference); a reference is required. `execute` may be an effect or a function of the `Fire`.
  *
- * Fails with `MissingCronReference` without a reference, `InvalidCronExpression` for a bad expression or zone, and
- * `InvalidClusterCronOptions` for a bad reference (or one already registered on this runner) or threshold.
+ * Fails with `MissingCronReference` without a reference, `InvalidCronExpression` for a bad expression or zone,
+ * `InvalidSchedulePolicy` for a bad policy, and `InvalidClusterCronOptions` for a bad reference (or one registered
+ * and still open on this runner) or threshold.
  *
- * Register schedules for the lifetime of the runner (as `layer`s of every runner): closing the scope stops the
- * schedule on this runner only, and @effect/cluster does not let the same runner register it again (a second
- * registration fails with `InvalidClusterCronOptions`). Instants whose messages land on a runner that dropped the
- * schedule wait there until it restarts, so remove a schedule from every runner. A schedule registered on no runner
+ * Closing the scope stops the schedule on this runner only; registering it again there (at run time) is allowed on
+ * a runner built by `ClusterRunner`, whose scope keeps the schedule's entity (@effect/cluster cannot register an
+ * entity type twice on one runner; on a runner built otherwise a second registration fails with
+ * `InvalidClusterCronOptions`). Instants whose messages land on a runner that dropped the schedule wait there until
+ * it registers it again or restarts, so to stop a schedule everywhere use `Schedules.remove` (`ClusterSchedules`). A schedule registered on no runner
  * keeps its next instant in storage and resumes (by the misfire rules) when a runner registers it again. A changed
  * expression or zone under the same reference starts over from the next instant of the new one.
  *

@@ -6,6 +6,8 @@
  * - `<prefix>_tickwork_cron`: one row per reference: the expression and zone, the one instant the schedule waits
  *   for (`next_instant`, the cursor) and a `generation` bumped at each singleton start.
  * - `<prefix>_tickwork_cron_fired`: one row per fired instant, `PRIMARY KEY (reference, instant)`, with the outcome.
+ * - the operator's state and the runs history (`scheduleState.ts`): read by the handler in the instant's
+ *   transaction (a paused cron's instants move the cursor without running; policies decide misfires and retries).
  *
  * Messages: entity type `tickwork/ClusterScheduler/<reference>`, entity id = the instant (ISO), primary key = the
  * generation, delivered at the instant. Sending the same (instant, generation) twice stores it once.
@@ -17,6 +19,9 @@
  * dies anywhere in there leaves either no trace (rollback: the message is redelivered and runs again) or a moved
  * cursor (the redelivered message is stale, and re-sends the next one). So an instant's transactional effects
  * happen exactly once; effects outside the transaction at least once.
+ *
+ * Runs outside the grid (`Schedules.trigger`, `backfill`) are `run` messages (identity: a snowflake), run in a
+ * transaction with their record in the runs table, so a redelivered one that committed is not run again.
  *
  * The singleton (one runner at a time) bumps the generation and sends the cursor's message at start: that revives a
  * chain whose message was answered without running (e.g. its entity was not registered), and merges with a live one.
