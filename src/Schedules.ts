@@ -4,8 +4,8 @@
  * and its policies for missed instants (misfire), overlapping runs (overlap) and failures (retry, pause after N).
  *
  * The `Schedules` service covers every named schedule of the system: the ones made here, and the system scheduler's
- * crons made with a `reference` (`system.scheduler.scheduleWithCron(..., { reference })`). `tickwork/cluster` provides
- * the same service over cluster-wide crons and durable reminders as well (`ClusterSchedules`).
+ * crons made with a `reference` (`system.scheduler.scheduleWithCron(..., { reference })`). `tickwork/cluster` adds
+ * its cluster-wide crons to the same service (`ClusterSchedules.layer`, through `addSource`).
  *
  * The policies' names follow Temporal's schedules and Quartz's misfire instructions (docs/operations.md maps them):
  *
