@@ -110,23 +110,40 @@ export const awaitTurn = (
   Effect.gen(function* () {
     const busy = Effect.suspend(() => (host.local.count > 0 ? Effect.succeed(true) : host.runningElsewhere))
     const overlap = host.local.count > 0 ? host.local.overlap : yield* host.overlap
-    if (overlap !== "allowAll" && (yield* busy)) {
-      scheduleEvents("overlap").unsafeUpdate(1, [])
-      if (overlap === "skip") return { _tag: "skip", detail: "a run was still going (overlap: skip)" } as const
-      if (overlap === "bufferOne") {
-        host.local.buffered = id
-        yield* host.buffer(id)
+    /** Counts the run as going here, unless another one started meanwhile (checked and counted in one step). */
+    const claim = Effect.sync(() => {
+      if (host.local.count > 0 && overlap !== "allowAll") return false
+      host.local.count++
+      host.local.overlap = overlap
+      return true
+    })
+    if (overlap === "allowAll") {
+      yield* claim
+      return { _tag: "run" } as const
+    }
+    if (!(yield* busy) && (yield* claim)) return { _tag: "run" } as const
+    scheduleEvents("overlap").unsafeUpdate(1, [])
+    if (overlap === "skip") return { _tag: "skip", detail: "a run was still going (overlap: skip)" } as const
+    if (overlap === "bufferOne") {
+      host.local.buffered = id
+      yield* host.buffer(id)
+    }
+    while (true) {
+      if (yield* busy) {
+        yield* Effect.sleep("1 second")
+        continue
       }
-      while (yield* busy) yield* Effect.sleep("1 second")
       if (overlap === "bufferOne") {
         const kept = host.local.buffered ?? (yield* host.bufferedElsewhere)
         if (kept !== undefined && kept !== id) {
           return { _tag: "skip", detail: "a later run took its place (overlap: bufferOne)" } as const
         }
-        host.local.buffered = undefined
       }
+      if (yield* claim) break
     }
-    host.local.count++
-    host.local.overlap = overlap
+    if (overlap === "bufferOne" && host.local.buffered === id) {
+      host.local.buffered = undefined
+      yield* host.buffer(null)
+    }
     return { _tag: "run" } as const
   })
