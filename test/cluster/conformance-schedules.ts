@@ -305,17 +305,40 @@ export const scheduleCases = ({ setup, advance }: ScheduleCasesHost) => {
             [20_000, "failed", 3]
           ]
         )
-        // Backfill runs each instant of a range once, in order, outside the grid (and still obeys the paused grid).
-        const ran = yield* schedules.backfill("flaky", 0, 20_000)
-        assert.strictEqual(ran, 3)
+        yield* Scope.close(runner.scope, Exit.void)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.scoped(
+    "cluster cron: backfill runs each instant of a range once, in order, without moving the grid",
+    () =>
+      Effect.gen(function* () {
+        const { startRunner } = yield* setup
+        const runner = yield* operated(yield* startRunner(1))
+        const seen = recorder()
+        yield* schedule(runner, "backfilled", "*/10 * * * * ?", seen.execute)
+        yield* advance(15)
+        const schedules = yield* runner.schedules
+        assert.strictEqual(yield* schedules.backfill("backfilled", 0, 20_000), 3)
         yield* advance(3)
-        assert.strictEqual(attempts, 15)
-        const backfilled = (yield* schedules.history("flaky")).filter((run) => run.trigger === "backfill")
+        assert.deepStrictEqual(seen.runs, [
+          `schedule@${at(10)}`,
+          `backfill@${at(0)}`,
+          `backfill@${at(10)}`,
+          `backfill@${at(20)}`
+        ])
+        assert.strictEqual((yield* schedules.get("backfilled")).nextFire, 20_000)
+        const backfilled = (yield* schedules.history("backfilled")).filter((run) => run.trigger === "backfill")
         assert.deepStrictEqual(
-          backfilled.map((run) => run.instant),
-          [0, 10_000, 20_000]
+          backfilled.map((run) => [run.instant, run.outcome]),
+          [
+            [0, "succeeded"],
+            [10_000, "succeeded"],
+            [20_000, "succeeded"]
+          ]
         )
-        const reversed = yield* Effect.flip(schedules.backfill("flaky", 20_000, 0))
+        const reversed = yield* Effect.flip(schedules.backfill("backfilled", 20_000, 0))
         assert.strictEqual(reversed._tag, "InvalidSchedulePolicy")
         yield* Scope.close(runner.scope, Exit.void)
       }),
