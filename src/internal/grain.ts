@@ -441,7 +441,9 @@ export class Activation extends TimerBook<string, GrainTimer> implements TimerOw
 
   /** The testkit's `inside`: `f` with the activation's props and state, on its fiber, in its mailbox order. */
   runInside(f: (props: GrainProps<unknown>, state: unknown) => Effect.Effect<unknown, unknown>) {
-    return Effect.suspend(() => (this.phase === "active" ? f(this.props, this.state) : Effect.die(this.undeliverable())))
+    return Effect.suspend(() =>
+      this.phase === "active" ? f(this.props, this.state) : Effect.die(this.undeliverable())
+    )
   }
 
   /**
