@@ -18,10 +18,7 @@ const Ticker = Actor.make<"tick" | "stop-beat">()({
 
 const Device = Grain.make<"poll" | "report">()({
   name: "device",
-  onActivate: () =>
-    Effect.gen(function* () {
-      return { polls: 0 }
-    }),
+  onActivate: () => Effect.succeed({ polls: 0 }),
   onReceive: (ctx, state) =>
     ctx.message === "poll"
       ? Effect.succeed({ polls: state.polls + 1 })
