@@ -11,3 +11,5 @@ export * as TestProbe from "./TestProbe.js"
 export * as TestSystem from "./TestSystem.js"
 /** @since 0.1.0 */
 export * as TestTimers from "./TestTimers.js"
+/** @since 0.1.0 */
+export * as TimerArbitraries from "./TimerArbitraries.js"
