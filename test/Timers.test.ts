@@ -1,18 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
-import { type Clock, Duration, Effect, type Exit, Layer, Metric, Schedule, TestClock } from "effect"
-import { Actor, ActorRef, ActorSystem, Metrics, type Timers } from "tickwork"
-import { TestProbe } from "tickwork/testkit"
+import { type Clock, Duration, Effect, Layer, Metric, Schedule, TestClock } from "effect"
+import { Actor, type ActorRef, ActorSystem, Metrics, type Timers } from "tickwork"
+import { TestProbe, TestSystem } from "tickwork/testkit"
 import { makeStallClock } from "./utils.js"
 
-/** Commands run inside the actor against its context; ticks are forwarded to a probe with their label. */
-type Msg =
-  | { readonly _tag: "Tick"; readonly label: string }
-  | {
-      readonly _tag: "Do"
-      readonly f: (ctx: Actor.ActorContext<Msg>) => Effect.Effect<unknown, unknown>
-      readonly replyTo: ActorRef.ActorRef<Exit.Exit<unknown, unknown>>
-    }
-  | { readonly _tag: "Fail"; readonly afterMillis: number }
+/** Ticks are forwarded to a probe with their label. */
+type Msg = { readonly _tag: "Tick"; readonly label: string } | { readonly _tag: "Fail"; readonly afterMillis: number }
 
 const tick = (label: string): Msg => ({ _tag: "Tick", label })
 
@@ -32,7 +25,7 @@ const TimerActor = (probe: TestProbe.TestProbe<string>, options: Options = {}) =
         Effect.sync(() => ++incarnations),
         () => (options.preStart === undefined ? Effect.void : Effect.orDie(options.preStart(ctx)))
       ),
-    receive: (msg, ctx, incarnation) => {
+    receive: (msg, _ctx, incarnation) => {
       switch (msg._tag) {
         case "Tick":
           return probe.ref
@@ -41,11 +34,6 @@ const TimerActor = (probe: TestProbe.TestProbe<string>, options: Options = {}) =
               Effect.zipRight(options.slowMillis === undefined ? Effect.void : Effect.sleep(options.slowMillis)),
               Effect.as(incarnation)
             )
-        case "Do":
-          return Effect.exit(msg.f(ctx)).pipe(
-            Effect.flatMap((exit) => msg.replyTo.tell(exit)),
-            Effect.as(incarnation)
-          )
         case "Fail":
           return Effect.zipRight(Effect.sleep(msg.afterMillis), Effect.die("boom"))
       }
@@ -56,14 +44,7 @@ const TimerActor = (probe: TestProbe.TestProbe<string>, options: Options = {}) =
 
 /** Runs `f` inside the actor and returns its result (or fails with its error). */
 const inActor = <A, E>(ref: ActorRef.ActorRef<Msg>, f: (timers: Timers.TimerScheduler<Msg>) => Effect.Effect<A, E>) =>
-  ActorRef.ask(ref, (replyTo: ActorRef.ActorRef<Exit.Exit<unknown, unknown>>) => ({
-    _tag: "Do" as const,
-    f: (ctx: Actor.ActorContext<Msg>) => f(ctx.timers),
-    replyTo
-  })).pipe(
-    Effect.orDie,
-    Effect.flatMap((exit) => exit as Exit.Exit<A, E>)
-  )
+  TestSystem.inside(ref, (ctx) => f(ctx.timers))
 
 const setup = (options: Options = {}) =>
   Effect.gen(function* () {
@@ -75,7 +56,7 @@ const setup = (options: Options = {}) =>
 const labels = (probe: TestProbe.TestProbe<string>) =>
   Effect.map(probe.receiveAll, (all) => all.map((r) => `${r.message}:${r.at}`))
 
-const SystemLive = ActorSystem.layer({ name: "timers" })
+const SystemLive = TestSystem.layer({ name: "timers" })
 
 describe("context.timers", () => {
   it.effect("startSingleTimer delivers once, exactly after the delay", () =>
