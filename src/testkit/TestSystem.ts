@@ -92,6 +92,8 @@ export interface Options<Kinds extends ReadonlyArray<Grain<any, any, any, any>>>
   readonly grainsOptions?: Grains.Options
   /** The seed of the `Random` the test and the system see (default `"tickwork"`): same seed, same run. */
   readonly seed?: string | number
+  /** The `Random` the test and the system see, instead of one seeded with `seed` (e.g. `Random.fixed([0.25])`). */
+  readonly random?: Random.Random
   /** Timeline lines kept (default 1,000). */
   readonly timelineCapacity?: number
   /** Timeline lines printed beside a failing test's error (default 40; 0 prints none). */
@@ -146,7 +148,8 @@ export const layer = <const Kinds extends ReadonlyArray<Grain<any, any, any, any
   return test.pipe(
     Layer.provideMerge(Layer.merge(grains, Schedules.layer)),
     Layer.provideMerge(system),
-    Layer.provide(Layer.setRandom(Random.make(options.seed ?? "tickwork")))
+    // made at each build: every test starts from the seed, not from where the previous test left the generator
+    Layer.provide(Layer.suspend(() => Layer.setRandom(options.random ?? Random.make(options.seed ?? "tickwork"))))
   ) as never
 }
 
