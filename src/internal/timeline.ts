@@ -6,7 +6,7 @@
 import type { DropReason } from "../Metrics.js"
 import type { EngineObserver, TimerEntry, TimerLabel } from "./timerDriver.js"
 
-/** One line of the timeline. */
+/** One line of the timeline: what happened to a timer, when, and to whom (`TestSystem.TimelineEvent`). */
 export interface TimelineEvent {
   /** The clock's time, epoch millis. */
   readonly at: number

@@ -34,6 +34,7 @@ import { CellRef } from "../internal/actorCell.js"
 import { type SystemImpl, systemOf } from "../internal/actorSystem.js"
 import type { RegistryImpl } from "../internal/entity.js"
 import { type Activation, registryOf } from "../internal/grain.js"
+import type * as internal from "../internal/timeline.js"
 import { formatTimeline as formatLines, type Timeline } from "../internal/timeline.js"
 import type { DropReason } from "../Metrics.js"
 import * as Schedules from "../Schedules.js"
@@ -633,18 +634,7 @@ export const expectNoTimers = (owner: Owner): Effect.Effect<void, never, TestSys
  * @since 0.1.0
  * @category models
  */
-export interface TimelineEvent {
-  /** The clock's time, epoch millis. */
-  readonly at: number
-  readonly event: "armed" | "fired" | "delivered" | "dropped" | "stale" | "cancelled"
-  readonly kind: string
-  readonly key: string | undefined
-  readonly owner: string | undefined
-  /** The due time an `armed` line armed for. */
-  readonly due: number | undefined
-  /** The reason of a drop. */
-  readonly detail: string | undefined
-}
+export type TimelineEvent = internal.TimelineEvent
 
 /**
  * What a move of the clock did: where it went and every timer event on the way.
