@@ -303,6 +303,25 @@ describe("the timeline beside a failing test's error", () => {
     })
   )
 
+  it.effect("timeline(n) and formatTimeline(n) read it in a passing test", () =>
+    Effect.gen(function* () {
+      yield* ActorSystem.spawn(Ticker, "ticker")
+      yield* TestClock.adjust("1 second")
+      const lines = yield* TestSystem.timeline(2)
+      assert.deepStrictEqual(
+        lines.map((line) => [line.at, line.event, line.key, line.owner, line.due]),
+        [
+          [1000, "armed", "beat", "/user/ticker", 2000], // a fixed-rate timer re-arms first, then its tick is handled
+          [1000, "delivered", "beat", "/user/ticker", undefined]
+        ]
+      )
+      assert.strictEqual(
+        yield* TestSystem.formatTimeline(1),
+        '   +1000ms  delivered actor_timer "beat" of /user/ticker'
+      )
+    }).pipe(Effect.provide(TestSystem.layer()))
+  )
+
   it.effect("a passing test prints nothing, and printLines 0 turns it off", () =>
     Effect.gen(function* () {
       const failing = Effect.die(new Error("plain")).pipe(Effect.provide(TestSystem.layer({ printLines: 0 })))
