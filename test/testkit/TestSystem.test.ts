@@ -114,6 +114,18 @@ describe("TestSystem.inside", () => {
     }).pipe(Effect.provide(TestSystem.layer()))
   )
 
+  it.effect("entities(kind) refuses a definition it cannot use, with the registry's typed error", () =>
+    Effect.gen(function* () {
+      const Nameless = Entity.make<PlayerModel, PlayerCmd>()({
+        name: "",
+        initialize: () => Effect.succeed({ hp: 1 }),
+        commands: { Hit: (_cmd, model) => Effect.succeed(model), Regen: (_cmd, model) => Effect.succeed(model) }
+      })
+      const error = yield* Effect.flip(TestSystem.entities(Nameless))
+      assert.strictEqual(error._tag, "InvalidEntityDefinition")
+    }).pipe(Effect.provide(TestSystem.layer()))
+  )
+
   it.effect("a Spot: its context", () =>
     Effect.gen(function* () {
       const spot = yield* Spot.spawn({ initialState: 41 }, "spot")
