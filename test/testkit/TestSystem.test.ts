@@ -291,6 +291,8 @@ describe("TestSystem.counts", () => {
         dropped: { stale: 3, mailbox_full: 0, owner_stopped: 0, missed: 0 },
         stale: 3
       })
+      assert.deepStrictEqual(yield* TestSystem.counts(ref), ofBeat, "every key of the owner")
+      assert.strictEqual((yield* TestSystem.timeline()).filter((line) => line.event === "stale").length, 3)
       // a second system in the same process counts nothing of this one's
       const other = yield* Effect.provide(TestSystem.counts(), TestSystem.layer({ name: "other" }))
       assert.strictEqual(other.stale, 0)
