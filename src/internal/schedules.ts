@@ -21,6 +21,7 @@ import * as QuartzCron from "../QuartzCron.js"
 import type { Cancellable } from "../Scheduler.js"
 import type {
   Action,
+  Filter,
   Misfire,
   Overlap,
   Policies,
@@ -647,6 +648,18 @@ export class LocalSchedules {
     timersOf: (owner) => this.local.timersOf(owner)
   }
 
+  /** The local schedules only (never a source's: no storage to fail). */
+  listLocal(filter?: Filter): Effect.Effect<ReadonlyArray<ScheduleInfo>> {
+    return Effect.sync(() =>
+      Array.from(this.byReference.values(), (record) => record.info()).filter(
+        (info) =>
+          (filter?.kind === undefined || info.kind === filter.kind) &&
+          (filter?.owner === undefined || info.owner === filter.owner) &&
+          (filter?.state === undefined || info.state === filter.state)
+      )
+    )
+  }
+
   /** Removes a local schedule (`system.scheduler.cancelSchedule`). */
   removeLocal(reference: string): Effect.Effect<void, ScheduledReferenceNotFound> {
     return Effect.suspend(() =>
@@ -663,15 +676,7 @@ export class LocalSchedules {
         if (Either.isLeft(created)) return Effect.fail(created.left)
         return Effect.as(linkArming(this.host.tracing, created.right), created.right.info())
       }),
-    list: (filter) =>
-      Effect.sync(() =>
-        Array.from(this.byReference.values(), (record) => record.info()).filter(
-          (info) =>
-            (filter?.kind === undefined || info.kind === filter.kind) &&
-            (filter?.owner === undefined || info.owner === filter.owner) &&
-            (filter?.state === undefined || info.state === filter.state)
-        )
-      ),
+    list: (filter) => this.listLocal(filter),
     get: (reference) => Effect.suspend(() => Either.map(this.find(reference), (record) => record.info())),
     pause: (reference, note, options) =>
       Effect.suspend(() =>
