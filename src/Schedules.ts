@@ -4,8 +4,8 @@
  * and its policies for missed instants (misfire), overlapping runs (overlap) and failures (retry, pause after N).
  *
  * The `Schedules` service covers every named schedule of the system: the ones made here, and the system scheduler's
- * crons made with a `reference` (`system.scheduler.scheduleWithCron(..., { reference })`). `tickwork/cluster` provides
- * the same service over cluster-wide crons and durable reminders as well (`ClusterSchedules`).
+ * crons made with a `reference` (`system.scheduler.scheduleWithCron(..., { reference })`). `tickwork/cluster` adds
+ * its cluster-wide crons to the same service (`ClusterSchedules.layer`, through `addSource`).
  *
  * The policies' names follow Temporal's schedules and Quartz's misfire instructions (docs/operations.md maps them):
  *
@@ -19,10 +19,12 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
+import type * as DateTime from "effect/DateTime"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
 import type { ActorRef } from "./ActorRef.js"
 import { ActorSystem } from "./ActorSystem.js"
 import { systemOf } from "./internal/actorSystem.js"
@@ -33,7 +35,8 @@ import type {
   InvalidTimerInterval,
   InvalidTimerReference,
   InvalidTimerTarget,
-  ScheduledReferenceNotFound
+  ScheduledReferenceNotFound,
+  ScheduleStorageError
 } from "./TimerError.js"
 import type { TimerInfo } from "./Timers.js"
 
@@ -302,13 +305,17 @@ export type ScheduleError =
 /**
  * The operations on named schedules. Every member is a property that works on its own (destructuring is safe).
  *
+ * A `ScheduleStorageError` comes only from a cluster schedule (`tickwork/cluster`'s `ClusterSchedules`), whose state
+ * is in the runners' storage; local schedules never fail with it.
+ *
  * @since 0.1.0
  * @category models
  */
-export interface SchedulesService {
+export interface SchedulesService extends SchedulesOperations {
   /**
-   * Creates the schedule `reference`, or updates it in place when it exists (idempotent: registering the same
-   * reference again makes no second schedule, and keeps its pause and history).
+   * Creates the local schedule `reference`, or updates it in place when it exists (idempotent: registering the same
+   * reference again makes no second schedule, and keeps its pause and history). Cluster crons are created with
+   * `ClusterScheduler.scheduleWithCron` on every runner, reminders with `Reminders.register`.
    */
   readonly create: <R>(
     reference: string,
@@ -316,26 +323,6 @@ export interface SchedulesService {
     action: Action<R>,
     policies?: Policies
   ) => Effect.Effect<ScheduleInfo, ScheduleError, R>
-  readonly list: (filter?: Filter) => Effect.Effect<ReadonlyArray<ScheduleInfo>>
-  readonly get: (reference: string) => Effect.Effect<ScheduleInfo, ScheduledReferenceNotFound>
-  /** Stops the schedule firing until `resume`; `note` (and `by`) say why, for whoever looks at it next. */
-  readonly pause: (
-    reference: string,
-    note: string,
-    options?: { readonly by?: string }
-  ) => Effect.Effect<ScheduleInfo, ScheduledReferenceNotFound>
-  /** Fires again from the next instant after now; instants that passed while paused are not run. */
-  readonly resume: (reference: string) => Effect.Effect<ScheduleInfo, ScheduledReferenceNotFound>
-  /** Runs the action once now, without moving the schedule's instants; a task's run obeys its overlap policy. */
-  readonly trigger: (reference: string) => Effect.Effect<void, ScheduledReferenceNotFound>
-  /** Changes the spec and/or the policies in place: no duplicate run, and no instant lost. */
-  readonly update: (
-    reference: string,
-    changes: { readonly spec?: Spec; readonly policies?: Policies }
-  ) => Effect.Effect<ScheduleInfo, ScheduledReferenceNotFound | ScheduleError>
-  readonly remove: (reference: string) => Effect.Effect<void, ScheduledReferenceNotFound>
-  /** The schedule's runs, oldest first (a bounded ring: `Policies.history`). */
-  readonly history: (reference: string) => Effect.Effect<ReadonlyArray<Run>, ScheduledReferenceNotFound>
   /**
    * The timers an owner holds now, read without sending it a message: an actor's `ctx.timers` and receive timeout, and
    * the timers of a grain activation, an entity or a Spot (each is an actor: pass its ref). A ref without a mailbox of
@@ -343,6 +330,85 @@ export interface SchedulesService {
    */
   readonly timersOf: (owner: ActorRef<any>) => Effect.Effect<ReadonlyArray<TimerInfo>, InvalidTimerTarget>
 }
+
+/**
+ * The operations on existing named schedules, which a `ScheduleSource` implements for the schedules it keeps.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SchedulesOperations {
+  readonly list: (filter?: Filter) => Effect.Effect<ReadonlyArray<ScheduleInfo>, ScheduleStorageError>
+  readonly get: (reference: string) => Effect.Effect<ScheduleInfo, ScheduledReferenceNotFound | ScheduleStorageError>
+  /** Stops the schedule firing until `resume`; `note` (and `by`) say why, for whoever looks at it next. */
+  readonly pause: (
+    reference: string,
+    note: string,
+    options?: { readonly by?: string }
+  ) => Effect.Effect<ScheduleInfo, ScheduledReferenceNotFound | ScheduleStorageError>
+  /** Fires again from the next instant after now; instants that passed while paused are not run. */
+  readonly resume: (reference: string) => Effect.Effect<ScheduleInfo, ScheduledReferenceNotFound | ScheduleStorageError>
+  /** Runs the action once now, without moving the schedule's instants; a task's run obeys its overlap policy. */
+  readonly trigger: (reference: string) => Effect.Effect<void, ScheduledReferenceNotFound | ScheduleStorageError>
+  /** Changes the spec and/or the policies in place: no duplicate run, and no instant lost. */
+  readonly update: (
+    reference: string,
+    changes: { readonly spec?: Spec; readonly policies?: Policies }
+  ) => Effect.Effect<ScheduleInfo, ScheduledReferenceNotFound | ScheduleError | ScheduleStorageError>
+  readonly remove: (reference: string) => Effect.Effect<void, ScheduledReferenceNotFound | ScheduleStorageError>
+  /** The schedule's runs, oldest first (a bounded ring locally: `Policies.history`; a stored table on the cluster). */
+  readonly history: (
+    reference: string
+  ) => Effect.Effect<ReadonlyArray<Run>, ScheduledReferenceNotFound | ScheduleStorageError>
+  /**
+   * Runs the schedule's action once for each of its instants in `[from, to]`, oldest first, without moving its grid
+   * (recorded with `trigger: "backfill"`); succeeds with how many instants that is. The runs obey the overlap policy.
+   * `from` after `to`, or a range of more than 10,000 instants, is an `InvalidSchedulePolicy` (policy `"backfill"`).
+   */
+  readonly backfill: (
+    reference: string,
+    from: DateTime.DateTime | number,
+    to: DateTime.DateTime | number
+  ) => Effect.Effect<number, ScheduledReferenceNotFound | InvalidSchedulePolicy | ScheduleStorageError>
+}
+
+/**
+ * Named schedules kept outside the system (the cluster's crons and reminders, in the runners' storage), added to the
+ * system's `Schedules` with `addSource`: `list` shows them beside the local ones, and every other operation on a
+ * reference that is not local goes to the sources in the order they were added. Each operation fails with
+ * `ScheduledReferenceNotFound` for a reference the source does not keep.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ScheduleSource extends SchedulesOperations {
+  /** Names the source in logs (e.g. `"cluster-cron"`). */
+  readonly name: string
+}
+
+/**
+ * Adds `source` to the schedules of the system in context, for the lifetime of the scope.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Schedules } from "tickwork"
+ *
+ * declare const source: Schedules.ScheduleSource
+ * const added = Effect.scoped(Schedules.addSource(source))
+ * ```
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const addSource = (source: ScheduleSource): Effect.Effect<void, never, ActorSystem | Scope.Scope> =>
+  Effect.flatMap(ActorSystem, (system) => {
+    const schedules = systemOf(system)!.schedules
+    return Effect.acquireRelease(
+      Effect.sync(() => schedules.addSource(source)),
+      () => Effect.sync(() => schedules.removeSource(source))
+    )
+  })
 
 /**
  * The service tag.

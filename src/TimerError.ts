@@ -231,6 +231,31 @@ export class InvalidSchedulePolicy extends Data.TaggedError("InvalidSchedulePoli
 }
 
 /**
+ * The storage behind a cluster schedule (a cluster cron's or a reminder's tables) could not be read or written.
+ * Local schedules never fail with it; `Schedules` operations on a cluster schedule can.
+ *
+ * @example
+ * ```ts
+ * import { TimerError } from "tickwork"
+ *
+ * console.log(new TimerError.ScheduleStorageError({ operation: "pause", reference: "nightly", reason: "timeout" }).message)
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ScheduleStorageError extends Data.TaggedError("ScheduleStorageError")<{
+  readonly operation: string
+  /** The schedule the operation was for, when it was for one. */
+  readonly reference: string | undefined
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `schedule storage failed during ${this.operation}${this.reference === undefined ? "" : ` of "${this.reference}"`}: ${this.reason}`
+  }
+}
+
+/**
  * Any error a timer operation can fail with.
  *
  * @since 0.1.0
@@ -246,3 +271,4 @@ export type TimerError =
   | InvalidTimerTarget
   | InvalidTimerReference
   | InvalidSchedulePolicy
+  | ScheduleStorageError

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Metric, Ref, Schedule, TestClock } from "effect"
+import { DateTime, Effect, Layer, Metric, Ref, Schedule, TestClock } from "effect"
 import {
   Actor,
   type ActorRef,
@@ -10,7 +10,8 @@ import {
   Metrics,
   Passivation,
   Schedules,
-  Spot
+  Spot,
+  TimerError
 } from "tickwork"
 import { TestProbe } from "tickwork/testkit"
 import { systemOf } from "../src/internal/actorSystem.js"
@@ -596,6 +597,122 @@ describe("Schedules", () => {
       yield* system.shutdown
       const stats = yield* system.stats
       assert.deepStrictEqual([stats.timers, stats.engineEntries, stats.fibers], [0, 0, 0])
+      assert.deepStrictEqual(yield* schedules.list(), [])
+    }).pipe(Effect.provide(Live))
+  )
+
+  it.effect(
+    "backfill runs each instant of a range, oldest first, without moving the grid; a bad range is a typed error",
+    () =>
+      withSchedules((schedules) =>
+        Effect.gen(function* () {
+          const { runs, task } = yield* recorder()
+          yield* schedules.create("every-second", Schedules.every("1 second"), Schedules.run(task))
+          yield* TestClock.adjust("2500 millis")
+          assert.strictEqual(yield* schedules.backfill("every-second", -3000, 1500), 1)
+          yield* TestClock.adjust("0 millis")
+          assert.deepStrictEqual(yield* Ref.get(runs), [1000, 2000, 2500])
+          const history = yield* schedules.history("every-second")
+          assert.deepStrictEqual(
+            history.map((run) => [run.instant, run.trigger]),
+            [
+              [1000, "schedule"],
+              [2000, "schedule"],
+              [1000, "backfill"]
+            ]
+          )
+          assert.strictEqual((yield* schedules.get("every-second")).nextFire, 3000)
+          const cron = yield* schedules.create("cron", Schedules.cron("*/10 * * * * ?"), Schedules.run(Effect.void))
+          assert.strictEqual(cron.nextFire, 10_000)
+          assert.strictEqual(yield* schedules.backfill("cron", DateTime.unsafeMake(0), DateTime.unsafeMake(30_000)), 4)
+          const reversed = yield* Effect.flip(schedules.backfill("cron", 10_000, 0))
+          assert.strictEqual(reversed._tag, "InvalidSchedulePolicy")
+          const tooMany = yield* Effect.flip(schedules.backfill("every-second", 0, 1e9))
+          assert.include(tooMany.message, "more than 10000")
+          const notNumbers = yield* Effect.flip(schedules.backfill("cron", "yesterday" as never, 0))
+          assert.include(notNumbers.message, "DateTimes or epoch millis")
+          const missing = yield* Effect.flip(schedules.backfill("nope", 0, 1))
+          assert.strictEqual(missing._tag, "ScheduledReferenceNotFound")
+        })
+      )
+  )
+
+  it.scoped(
+    "a schedule source (the cluster's) is listed beside the local schedules and steered through the service",
+    () =>
+      Effect.gen(function* () {
+        const schedules = yield* Schedules.Schedules
+        const paused: Array<string> = []
+        const info = (reference: string): Schedules.ScheduleInfo => ({
+          reference,
+          kind: "cluster-cron",
+          owner: "cluster",
+          expression: "0 * * * * ?",
+          intervalMillis: undefined,
+          timeZone: "UTC",
+          state: paused.includes(reference) ? "paused" : "active",
+          pause: undefined,
+          nextFire: undefined,
+          lastRun: undefined,
+          policies: { misfire: Schedules.runOnce, graceMillis: 0, overlap: "skip", retry: false, pauseAfterFailures: 1 }
+        })
+        const keeps = (reference: string) =>
+          reference === "remote"
+            ? Effect.succeed(info(reference))
+            : Effect.fail(new TimerError.ScheduledReferenceNotFound({ reference }))
+        const down = new TimerError.ScheduleStorageError({ operation: "history", reference: "remote", reason: "down" })
+        const source: Schedules.ScheduleSource = {
+          name: "fake",
+          list: () => Effect.succeed([info("remote")]),
+          get: keeps,
+          pause: (reference) =>
+            Effect.flatMap(keeps(reference), () => {
+              paused.push(reference)
+              return keeps(reference)
+            }),
+          resume: keeps,
+          trigger: (reference) => Effect.asVoid(keeps(reference)),
+          update: keeps,
+          remove: (reference) => Effect.asVoid(keeps(reference)),
+          history: (reference) => Effect.flatMap(keeps(reference), () => Effect.fail(down)),
+          backfill: (reference) => Effect.as(keeps(reference), 7)
+        }
+        yield* schedules.create("local", Schedules.every("1 second"), Schedules.run(Effect.void))
+        yield* Schedules.addSource(source)
+        assert.deepStrictEqual(
+          (yield* schedules.list()).map((s) => [s.reference, s.kind]),
+          [
+            ["local", "interval"],
+            ["remote", "cluster-cron"]
+          ]
+        )
+        assert.strictEqual((yield* schedules.pause("remote", "maintenance")).state, "paused")
+        assert.deepStrictEqual(paused, ["remote"])
+        // a local reference stays local
+        assert.strictEqual((yield* schedules.pause("local", "too")).kind, "interval")
+        assert.strictEqual(yield* schedules.backfill("remote", 0, 1), 7)
+        assert.strictEqual((yield* Effect.flip(schedules.history("remote")))._tag, "ScheduleStorageError")
+        const missing = yield* Effect.flip(schedules.get("nowhere"))
+        assert.strictEqual(missing._tag, "ScheduledReferenceNotFound")
+      }).pipe(Effect.provide(Live))
+  )
+
+  it.effect("a source leaves the service when its scope closes", () =>
+    Effect.gen(function* () {
+      const schedules = yield* Schedules.Schedules
+      const source: Schedules.ScheduleSource = {
+        name: "empty",
+        list: () => Effect.die("listed after its scope closed"),
+        get: (reference) => Effect.fail(new TimerError.ScheduledReferenceNotFound({ reference })),
+        pause: (reference) => Effect.fail(new TimerError.ScheduledReferenceNotFound({ reference })),
+        resume: (reference) => Effect.fail(new TimerError.ScheduledReferenceNotFound({ reference })),
+        trigger: (reference) => Effect.fail(new TimerError.ScheduledReferenceNotFound({ reference })),
+        update: (reference) => Effect.fail(new TimerError.ScheduledReferenceNotFound({ reference })),
+        remove: (reference) => Effect.fail(new TimerError.ScheduledReferenceNotFound({ reference })),
+        history: (reference) => Effect.fail(new TimerError.ScheduledReferenceNotFound({ reference })),
+        backfill: (reference) => Effect.fail(new TimerError.ScheduledReferenceNotFound({ reference }))
+      }
+      yield* Effect.scoped(Schedules.addSource(source))
       assert.deepStrictEqual(yield* schedules.list(), [])
     }).pipe(Effect.provide(Live))
   )

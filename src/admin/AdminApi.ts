@@ -252,6 +252,18 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()(
 ) {}
 
 /**
+ * The storage behind a cluster schedule could not be read or written (503); local schedules never answer it.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class StorageUnavailable extends Schema.TaggedError<StorageUnavailable>()(
+  "StorageUnavailable",
+  { message: Schema.String },
+  HttpApiSchema.annotations({ status: 503 })
+) {}
+
+/**
  * A mutating request was refused (403): the server has no `authorize` option, `authorize` said no, or the request
  * came from another origin's page.
  *
@@ -293,18 +305,21 @@ export class SchedulesGroup extends HttpApiGroup.make("schedules")
         })
       )
       .addSuccess(Schema.Array(ScheduleInfo))
+      .addError(StorageUnavailable)
       .annotate(OpenApi.Summary, "List the schedules (filter by kind, owner, state)")
   )
   .add(
     HttpApiEndpoint.get("get")`/admin/schedules/${reference}`
       .addSuccess(ScheduleInfo)
       .addError(ScheduleNotFound)
+      .addError(StorageUnavailable)
       .annotate(OpenApi.Summary, "One schedule")
   )
   .add(
     HttpApiEndpoint.get("history")`/admin/schedules/${reference}/history`
       .addSuccess(Schema.Array(Run))
       .addError(ScheduleNotFound)
+      .addError(StorageUnavailable)
       .annotate(OpenApi.Summary, "A schedule's runs, oldest first")
   )
   .add(
@@ -312,6 +327,7 @@ export class SchedulesGroup extends HttpApiGroup.make("schedules")
       .setPayload(PauseRequest)
       .addSuccess(ScheduleInfo)
       .addError(ScheduleNotFound)
+      .addError(StorageUnavailable)
       .middleware(Authorization)
       .annotate(OpenApi.Summary, "Pause a schedule, with a note saying why")
   )
@@ -319,6 +335,7 @@ export class SchedulesGroup extends HttpApiGroup.make("schedules")
     HttpApiEndpoint.post("resume")`/admin/schedules/${reference}/resume`
       .addSuccess(ScheduleInfo)
       .addError(ScheduleNotFound)
+      .addError(StorageUnavailable)
       .middleware(Authorization)
       .annotate(OpenApi.Summary, "Resume a paused schedule from its next instant")
   )
@@ -326,6 +343,7 @@ export class SchedulesGroup extends HttpApiGroup.make("schedules")
     HttpApiEndpoint.post("trigger")`/admin/schedules/${reference}/trigger`
       .addSuccess(HttpApiSchema.NoContent)
       .addError(ScheduleNotFound)
+      .addError(StorageUnavailable)
       .middleware(Authorization)
       .annotate(OpenApi.Summary, "Run a schedule's action once now")
   )
@@ -334,6 +352,7 @@ export class SchedulesGroup extends HttpApiGroup.make("schedules")
       .setPayload(UpdateRequest)
       .addSuccess(ScheduleInfo)
       .addError(ScheduleNotFound)
+      .addError(StorageUnavailable)
       .addError(InvalidRequest)
       .middleware(Authorization)
       .annotate(OpenApi.Summary, "Change a schedule's spec or policies in place")

@@ -14,11 +14,15 @@
  *   runner dies after it and before the commit.
  * - **No instant lost to a dead runner.** The instants a schedule misses while its runner is being replaced run
  *   late, in order, each once, as long as they are at most `misfireThreshold` late (default 1 minute, as Quartz).
- * - **Whole cluster down** (or the schedule registered nowhere) for longer than that: the pending instant runs once
- *   on recovery (`fire.misfired` is true), the instants missed since are skipped with one warning that counts them,
- *   and the schedule continues on its grid from now.
+ * - **Whole cluster down** (or the schedule registered nowhere) for longer than that: by default (misfire
+ *   `runOnce`) the pending instant runs once on recovery (`fire.misfired` is true), the instants missed since are
+ *   skipped with one warning that counts them, and the schedule continues on its grid from now; `withPolicies` can
+ *   skip them all (`skipMissed`) or run the latest of them (`runAll(max)`).
  * - **A failing `execute`** (error or defect) has its SQL rolled back, is logged as a warning and recorded with
- *   outcome `"failed"`; the schedule continues with the next instant (no retry).
+ *   outcome `"failed"`; the schedule continues with the next instant (retried first under a `retry` policy, and
+ *   paused after `pauseAfterFailures` failed instants in a row).
+ * - **Operable**: with `ClusterSchedules.layer`, `Schedules` lists, pauses, resumes, triggers, updates, backfills and
+ *   removes cluster crons, cluster-wide (docs/operations.md).
  * - **Lateness**: an instant runs at most about `entityMessagePollInterval` (1 second by default) after it is due
  *   while its runner is healthy.
  *
@@ -39,9 +43,12 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as GrainTimers from "../GrainTimers.js"
+import { DEFAULTS, type ParsedPolicies, parsePolicies } from "../internal/schedules.js"
 import * as QuartzCron from "../QuartzCron.js"
-import type { InvalidCronExpression } from "../TimerError.js"
+import type * as Schedules from "../Schedules.js"
+import type { InvalidCronExpression, InvalidSchedulePolicy } from "../TimerError.js"
 import * as internal from "./internal/cron.js"
+import { runnerScopes } from "./internal/runner.js"
 
 /**
  * Options of one schedule; combine several by passing them one after the other (later ones win). The grain timer
@@ -57,7 +64,36 @@ export interface CronOptions {
   readonly timeZone?: string
   /** How late an instant may run and still count as on time (default 1 minute); see the module docs. */
   readonly misfireThreshold?: Duration.DurationInput
+  /**
+   * The schedule's policies (`Schedules.Policies`): misfire and grace (the grace is the misfire threshold), overlap of
+   * triggered and backfilled runs, retry and pause after failures, history kept. Stored, and steerable with
+   * `Schedules.update`, except `retry`, which stays with the registration.
+   */
+  readonly policies?: Schedules.Policies
 }
+
+/**
+ * Sets the schedule's policies (`Schedules.Policies`); the defaults keep the behaviour of a cluster cron without them
+ * (misfire `runOnce` past a 1 minute grace, no retry, no pause, 100 runs of history, overlap `bufferAll`).
+ *
+ * @example
+ * ```ts
+ * import { Schedule } from "effect"
+ * import { Schedules } from "tickwork"
+ * import { ClusterScheduler } from "tickwork/cluster"
+ *
+ * const options = ClusterScheduler.withPolicies({
+ *   misfire: Schedules.skipMissed,
+ *   grace: "5 minutes",
+ *   retry: Schedule.exponential("1 second").pipe(Schedule.intersect(Schedule.recurs(3))),
+ *   pauseAfterFailures: 5
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const withPolicies = (policies: Schedules.Policies): CronOptions => ({ policies })
 
 /**
  * Names the schedule; required in cluster mode, since the reference is what makes every runner agree on it.
@@ -174,12 +210,14 @@ export class InvalidClusterCronOptions extends Data.TaggedError("InvalidClusterC
  * @since 0.1.0
  * @category errors
  */
-export type ClusterSchedulerError = MissingCronReference | InvalidClusterCronOptions | InvalidCronExpression
+export type ClusterSchedulerError =
+  | MissingCronReference
+  | InvalidClusterCronOptions
+  | InvalidCronExpression
+  | InvalidSchedulePolicy
 
-/** References registered per runner (per `Sharding` instance), to reject a second registration of one. */
-const registered = new WeakMap<object, Set<string>>()
-
-const DEFAULT_MISFIRE_THRESHOLD = Duration.minutes(1)
+/** A cluster cron's defaults: a local schedule's, with Quartz's one minute misfire threshold as the grace. */
+const CLUSTER_DEFAULTS: ParsedPolicies = { ...DEFAULTS, graceMillis: Duration.toMillis(Duration.minutes(1)) }
 
 type Execute<E, R> = Effect.Effect<unknown, E, R> | ((fire: Fire) => Effect.Effect<unknown, E, R>)
 
@@ -198,7 +236,7 @@ const define = <E, R>(
     }
     // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point
     if (/[\u0000-\u001f]/.test(reference)) issues.push("reference: must not contain control characters")
-    let misfireThresholdMillis = Duration.toMillis(DEFAULT_MISFIRE_THRESHOLD)
+    let misfireThresholdMillis = CLUSTER_DEFAULTS.graceMillis
     if (merged.misfireThreshold !== undefined) {
       const decoded = Duration.decodeUnknown(merged.misfireThreshold)
       if (Option.isNone(decoded) || !Duration.isFinite(decoded.value)) {
@@ -208,13 +246,14 @@ const define = <E, R>(
       }
     }
     if (issues.length > 0) return yield* new InvalidClusterCronOptions({ reference, issues })
+    const policies = yield* parsePolicies(merged.policies, { ...CLUSTER_DEFAULTS, graceMillis: misfireThresholdMillis })
     const timeZone = merged.timeZone ?? "UTC"
     const cron = yield* QuartzCron.make(expression, { timeZone })
     return {
       reference,
       cron,
       timeZone,
-      misfireThresholdMillis,
+      policies,
       execute: typeof execute === "function" ? execute : () => execute
     }
   })
@@ -224,13 +263,15 @@ const define = <E, R>(
  * as the surrounding scope is open on at least one runner. Register it on every runner (same expression, zone and
  * reference); a reference is required. `execute` may be an effect or a function of the `Fire`.
  *
- * Fails with `MissingCronReference` without a reference, `InvalidCronExpression` for a bad expression or zone, and
- * `InvalidClusterCronOptions` for a bad reference (or one already registered on this runner) or threshold.
+ * Fails with `MissingCronReference` without a reference, `InvalidCronExpression` for a bad expression or zone,
+ * `InvalidSchedulePolicy` for a bad policy, and `InvalidClusterCronOptions` for a bad reference (or one registered
+ * and still open on this runner) or threshold.
  *
- * Register schedules for the lifetime of the runner (as `layer`s of every runner): closing the scope stops the
- * schedule on this runner only, and @effect/cluster does not let the same runner register it again (a second
- * registration fails with `InvalidClusterCronOptions`). Instants whose messages land on a runner that dropped the
- * schedule wait there until it restarts, so remove a schedule from every runner. A schedule registered on no runner
+ * Closing the scope stops the schedule on this runner only; registering it again there (at run time) is allowed on
+ * a runner built by `ClusterRunner`, whose scope keeps the schedule's entity (@effect/cluster cannot register an
+ * entity type twice on one runner; on a runner built otherwise a second registration fails with
+ * `InvalidClusterCronOptions`). Instants whose messages land on a runner that dropped the schedule wait there until
+ * it registers it again or restarts, so to stop a schedule everywhere use `Schedules.remove` (`ClusterSchedules`). A schedule registered on no runner
  * keeps its next instant in storage and resumes (by the misfire rules) when a runner registers it again. A changed
  * expression or zone under the same reference starts over from the next instant of the new one.
  *
@@ -268,19 +309,18 @@ export const scheduleWithCron = <E, R>(
   Effect.gen(function* () {
     const definition = yield* define(expression, execute, options)
     const sharding = yield* Sharding.Sharding
-    let references = registered.get(sharding)
-    if (references === undefined) registered.set(sharding, (references = new Set()))
-    if (references.has(definition.reference)) {
+    yield* internal.ensureTables.pipe(Effect.orDie)
+    const registered = yield* internal.register(definition, runnerScopes.get(sharding))
+    if (!registered) {
       return yield* new InvalidClusterCronOptions({
         reference: definition.reference,
-        issues: ["reference: already registered on this runner (even once closed, it cannot be registered there again)"]
+        issues: [
+          runnerScopes.has(sharding)
+            ? "reference: already registered on this runner, and its scope is still open"
+            : "reference: already registered on this runner (a runner not built by ClusterRunner cannot register it again once closed)"
+        ]
       })
     }
-    // Never removed: @effect/cluster 0.60.2 keeps a closed entity type registered on its runner, so a second
-    // registration there would silently do nothing. Another runner (or this one restarted) can take it up.
-    references.add(definition.reference)
-    yield* internal.ensureTables.pipe(Effect.orDie)
-    yield* internal.register(definition)
   }) as Effect.Effect<
     void,
     ClusterSchedulerError,

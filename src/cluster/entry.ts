@@ -12,4 +12,4 @@ import { missingPeers, missingPeersMessage } from "./internal/peers.js"
 const missing = typeof import.meta.resolve === "function" ? missingPeers((name) => import.meta.resolve(name)) : []
 if (missing.length > 0) throw new Error(missingPeersMessage(missing))
 
-export const { ClusterGrain, ClusterRunner, ClusterScheduler, Reminders } = await import("./index.js")
+export const { ClusterGrain, ClusterRunner, ClusterScheduler, ClusterSchedules, Reminders } = await import("./index.js")

@@ -25,6 +25,13 @@ export * as ClusterRunner from "./ClusterRunner.js"
 export * as ClusterScheduler from "./ClusterScheduler.js"
 
 /**
+ * The cluster's crons in the `Schedules` service: list, pause, resume, trigger, update, backfill, remove, history.
+ *
+ * @since 0.1.0
+ */
+export * as ClusterSchedules from "./ClusterSchedules.js"
+
+/**
  * Durable reminders: persisted, named self-messages that reactivate a cluster grain when due.
  *
  * @since 0.1.0

@@ -547,7 +547,7 @@ export class SystemImpl implements CellHost, SchedulerHost, ScheduleHost {
       )
     return {
       scheduleWithCron: cron,
-      cancelSchedule: (reference) => this.schedules.service.remove(reference),
+      cancelSchedule: (reference) => this.schedules.removeLocal(reference),
       scheduleOnce: (delay, target, msg, sender) => message(delay, 0, target, msg, sender),
       unsafeScheduleOnce: (delay, target, msg, sender) => {
         const millis = checkMessage(delay, target, sender)

@@ -9,6 +9,7 @@
  */
 import * as Cause from "effect/Cause"
 import type * as Context from "effect/Context"
+import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Fiber from "effect/Fiber"
@@ -20,12 +21,15 @@ import * as QuartzCron from "../QuartzCron.js"
 import type { Cancellable } from "../Scheduler.js"
 import type {
   Action,
+  Filter,
   Misfire,
   Overlap,
   Policies,
   Run,
   ScheduleError,
   ScheduleInfo,
+  ScheduleSource,
+  SchedulesOperations,
   SchedulesService,
   Spec
 } from "../Schedules.js"
@@ -56,7 +60,7 @@ export interface ScheduleHost {
   taskFailed(cause: Cause.Cause<unknown>, reference: string): Effect.Effect<void>
 }
 
-type ParsedSpec =
+export type ParsedSpec =
   | { readonly _tag: "interval"; readonly every: number; readonly first: number }
   | {
       readonly _tag: "cron"
@@ -74,7 +78,7 @@ type ParsedAction =
     }
   | { readonly _tag: "run"; readonly task: Effect.Effect<unknown, unknown> }
 
-interface ParsedPolicies {
+export interface ParsedPolicies {
   readonly misfire: Misfire
   readonly graceMillis: number
   readonly overlap: Overlap
@@ -83,7 +87,7 @@ interface ParsedPolicies {
   readonly history: number
 }
 
-const DEFAULTS: ParsedPolicies = {
+export const DEFAULTS: ParsedPolicies = {
   misfire: { _tag: "RunOnce" },
   graceMillis: Number.POSITIVE_INFINITY,
   overlap: "bufferAll",
@@ -103,7 +107,7 @@ const policyError = (policy: string, reason: string) => Either.left(new InvalidS
 const isWhole = (n: unknown, min: number): n is number => typeof n === "number" && Number.isInteger(n) && n >= min
 
 /** `policies` checked and completed with the defaults; `base` supplies what an update leaves out. */
-const parsePolicies = (
+export const parsePolicies = (
   policies: unknown,
   base: ParsedPolicies
 ): Either.Either<ParsedPolicies, InvalidSchedulePolicy> => {
@@ -152,7 +156,7 @@ const parsePolicies = (
   })
 }
 
-const parseSpec = (spec: unknown, now: number): Either.Either<ParsedSpec, ScheduleError> => {
+export const parseSpec = (spec: unknown, now: number): Either.Either<ParsedSpec, ScheduleError> => {
   const s = spec as { _tag?: unknown; every?: unknown; first?: unknown; expression?: unknown; timeZone?: unknown }
   if (s !== null && typeof s === "object" && s._tag === "Interval") {
     return Either.flatMap(intervalMillis(s.every as never), (every) =>
@@ -598,22 +602,81 @@ export class LocalSchedules {
     return record === undefined ? Either.left(new ScheduledReferenceNotFound({ reference })) : Either.right(record)
   }
 
+  private readonly sources: Array<ScheduleSource> = []
+
+  addSource(source: ScheduleSource): void {
+    this.sources.push(source)
+  }
+
+  removeSource(source: ScheduleSource): void {
+    const at = this.sources.indexOf(source)
+    if (at >= 0) this.sources.splice(at, 1)
+  }
+
+  /** `operation` on the local schedules, then on each source in turn while the reference is not found. */
+  private dispatch<A, E>(
+    operation: (ops: SchedulesOperations) => Effect.Effect<A, E>
+  ): Effect.Effect<A, E | ScheduledReferenceNotFound> {
+    return Effect.suspend(() =>
+      this.sources.reduce(
+        (tried: Effect.Effect<A, E | ScheduledReferenceNotFound>, source) =>
+          Effect.catchIf(
+            tried,
+            (error): error is ScheduledReferenceNotFound => error instanceof ScheduledReferenceNotFound,
+            () => operation(source)
+          ),
+        operation(this.local)
+      )
+    )
+  }
+
+  /** Every named schedule: the local ones, and those of the sources. */
   readonly service: SchedulesService = {
+    create: (reference, spec, action, policies) => this.local.create(reference, spec, action, policies),
+    list: (filter) =>
+      Effect.map(Effect.all([this.local.list(filter), ...this.sources.map((source) => source.list(filter))]), (lists) =>
+        lists.flat()
+      ),
+    get: (reference) => this.dispatch((ops) => ops.get(reference)),
+    pause: (reference, note, options) => this.dispatch((ops) => ops.pause(reference, note, options)),
+    resume: (reference) => this.dispatch((ops) => ops.resume(reference)),
+    trigger: (reference) => this.dispatch((ops) => ops.trigger(reference)),
+    update: (reference, changes) => this.dispatch((ops) => ops.update(reference, changes)),
+    remove: (reference) => this.dispatch((ops) => ops.remove(reference)),
+    history: (reference) => this.dispatch((ops) => ops.history(reference)),
+    backfill: (reference, from, to) => this.dispatch((ops) => ops.backfill(reference, from, to)),
+    timersOf: (owner) => this.local.timersOf(owner)
+  }
+
+  /** The local schedules only (never a source's: no storage to fail). */
+  listLocal(filter?: Filter): Effect.Effect<ReadonlyArray<ScheduleInfo>> {
+    return Effect.sync(() =>
+      Array.from(this.byReference.values(), (record) => record.info()).filter(
+        (info) =>
+          (filter?.kind === undefined || info.kind === filter.kind) &&
+          (filter?.owner === undefined || info.owner === filter.owner) &&
+          (filter?.state === undefined || info.state === filter.state)
+      )
+    )
+  }
+
+  /** Removes a local schedule (`system.scheduler.cancelSchedule`). */
+  removeLocal(reference: string): Effect.Effect<void, ScheduledReferenceNotFound> {
+    return Effect.suspend(() =>
+      Either.map(this.find(reference), (record) => {
+        record.unsafeCancel()
+      })
+    )
+  }
+
+  private readonly local: SchedulesService = {
     create: <R>(reference: string, spec: Spec, action: Action<R>, policies?: Policies) =>
       Effect.flatMap(Effect.context<R>(), (context) => {
         const created = this.upsert(reference, spec, action, policies, context as Context.Context<never>)
         if (Either.isLeft(created)) return Effect.fail(created.left)
         return Effect.as(linkArming(this.host.tracing, created.right), created.right.info())
       }),
-    list: (filter) =>
-      Effect.sync(() =>
-        Array.from(this.byReference.values(), (record) => record.info()).filter(
-          (info) =>
-            (filter?.kind === undefined || info.kind === filter.kind) &&
-            (filter?.owner === undefined || info.owner === filter.owner) &&
-            (filter?.state === undefined || info.state === filter.state)
-        )
-      ),
+    list: (filter) => this.listLocal(filter),
     get: (reference) => Effect.suspend(() => Either.map(this.find(reference), (record) => record.info())),
     pause: (reference, note, options) =>
       Effect.suspend(() =>
@@ -654,13 +717,22 @@ export class LocalSchedules {
         this.updateNow(record, spec.right, policies.right, now)
         return Effect.succeed(record.info())
       }),
-    remove: (reference) =>
-      Effect.suspend(() =>
-        Either.map(this.find(reference), (record) => {
-          record.unsafeCancel()
-        })
-      ),
+    remove: (reference) => this.removeLocal(reference),
     history: (reference) => Effect.suspend(() => Either.map(this.find(reference), (record) => record.history)),
+    backfill: (reference, from, to) =>
+      Effect.suspend((): Effect.Effect<number, ScheduledReferenceNotFound | InvalidSchedulePolicy> => {
+        const found = this.find(reference)
+        if (Either.isLeft(found)) return Effect.fail(found.left)
+        const instants = backfillInstants(from, to, (after) => found.right.nextAfter(after))
+        if (Either.isLeft(instants)) return Effect.fail(instants.left)
+        const now = this.host.driver.now()
+        let runs: Effect.Effect<void> = Effect.void
+        for (const instant of instants.right) {
+          const run = found.right.runAt(instant, now, "backfill")
+          if (run !== undefined) runs = Effect.zipRight(runs, run)
+        }
+        return Effect.as(runs, instants.right.length)
+      }),
     timersOf: (owner) =>
       Effect.suspend(() =>
         owner instanceof CellRef && this.host.owns(owner.cell)
@@ -679,3 +751,35 @@ const sameSpec = (a: ParsedSpec, b: ParsedSpec): boolean =>
   a._tag === "interval"
     ? b._tag === "interval" && a.every === b.every && a.first === b.first
     : b._tag === "cron" && a.expression === b.expression && a.timeZone === b.timeZone
+
+/**
+ * The instants of a backfill from `from` to `to` (both included), by `nextAfter`; at most `MAX_BACKFILL` of them.
+ */
+export const backfillInstants = (
+  from: DateTime.DateTime | number,
+  to: DateTime.DateTime | number,
+  nextAfter: (after: number) => number | undefined
+): Either.Either<ReadonlyArray<number>, InvalidSchedulePolicy> => {
+  const millis = (at: unknown) =>
+    typeof at === "number" ? at : DateTime.isDateTime(at) ? DateTime.toEpochMillis(at) : Number.NaN
+  const start = millis(from)
+  const end = millis(to)
+  if (!Number.isFinite(start) || !Number.isFinite(end)) {
+    return policyError(
+      "backfill",
+      `from and to must be DateTimes or epoch millis, got ${describeValue(from)} and ${describeValue(to)}`
+    )
+  }
+  if (start > end) return policyError("backfill", `from (${start}) is after to (${end})`)
+  const instants: Array<number> = []
+  for (let at = nextAfter(start - 1); at !== undefined && at <= end; at = nextAfter(at)) {
+    if (instants.length >= MAX_BACKFILL) {
+      return policyError("backfill", `the range holds more than ${MAX_BACKFILL} instants`)
+    }
+    instants.push(at)
+  }
+  return Either.right(instants)
+}
+
+/** Instants one backfill runs, at most. */
+export const MAX_BACKFILL = 10_000

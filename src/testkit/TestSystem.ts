@@ -484,7 +484,7 @@ export const timers = (owner: Owner): Effect.Effect<ReadonlyArray<TestTimer>, ne
       }))
       // a grain's passivation check is the runtime's, not one of the grain's timers
       if (isGrainOwner(owner)) own = own.filter((timer) => timer.kind !== "receive_timeout")
-      return Effect.map(impl.schedules.service.list({ owner: path }), (schedules) => [
+      return Effect.map(impl.schedules.listLocal({ owner: path }), (schedules) => [
         ...own,
         ...schedules.map(
           (info): TestTimer => ({

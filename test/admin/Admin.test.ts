@@ -11,7 +11,7 @@ import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Either, Exit, Layer, Schema, type Scope, TestClock } from "effect"
-import { Actor, ActorSystem, Schedules } from "tickwork"
+import { Actor, ActorSystem, Schedules, TimerError } from "tickwork"
 import { Admin, AdminApi } from "tickwork/admin"
 
 type Method = "GET" | "POST" | "PATCH"
@@ -256,6 +256,42 @@ describe("the admin API: reading", () => {
           assert.strictEqual(reply.body._tag, "ScheduleNotFound")
           assert.include(reply.body.message, '"nope"')
         }
+      })
+    )
+  )
+
+  it.effect("a schedule source whose storage fails is 503 StorageUnavailable, for list and every endpoint", () =>
+    live(
+      Effect.gen(function* () {
+        const { context, call } = yield* start({ authorize: () => true })
+        const down = (reference?: string) =>
+          Effect.fail(new TimerError.ScheduleStorageError({ operation: "read", reference, reason: "disk gone" }))
+        const source: Schedules.ScheduleSource = {
+          name: "broken",
+          list: () => down(),
+          get: down,
+          pause: down,
+          resume: down,
+          trigger: down,
+          update: down,
+          remove: down,
+          history: down,
+          backfill: down
+        }
+        yield* Schedules.addSource(source).pipe(Effect.provide(context))
+        for (const [method, path, body] of [
+          ["GET", "/admin/schedules", undefined] as const,
+          ["GET", "/admin/schedules/remote", undefined] as const,
+          ["GET", "/admin/schedules/remote/history", undefined] as const,
+          ...mutations("remote")
+        ]) {
+          const reply = yield* call(method, path, body === undefined ? {} : { body })
+          assert.strictEqual(reply.status, 503, `${method} ${path}`)
+          assert.strictEqual(reply.body._tag, "StorageUnavailable")
+          assert.include(reply.body.message, "disk gone")
+        }
+        // A local schedule is still served: local references never reach the source.
+        assert.strictEqual((yield* call("GET", "/admin/schedules/report")).status, 200)
       })
     )
   )

@@ -113,15 +113,17 @@ describe("ClusterScheduler.scheduleWithCron", () => {
       assert.deepStrictEqual(first.fired, [iso(10_000), iso(20_000)])
       // Only that schedule stopped: the runner goes on with the others.
       assert.deepStrictEqual(neighbour.fired, [iso(10_000), iso(20_000), iso(30_000)])
-      // @effect/cluster cannot register the entity type again on the same runner: a typed error, not a silent no-op.
-      const again = yield* Effect.flip(
-        ClusterScheduler.scheduleWithCron(
-          "*/10 * * * * ?",
-          first.execute,
-          ClusterScheduler.withTimerReference("scoped")
-        )
-      ).pipe(Effect.provide(runner.context))
-      assert.strictEqual(again._tag, "InvalidClusterCronOptions")
+      // Registered again on the same runner (at run time): it goes on from its cursor, no instant run twice.
+      const again = recorder()
+      const reopened = yield* Scope.make()
+      yield* ClusterScheduler.scheduleWithCron(
+        "*/10 * * * * ?",
+        again.execute,
+        ClusterScheduler.withTimerReference("scoped")
+      ).pipe(Effect.provide(runner.context), Scope.extend(reopened))
+      yield* advance(1)
+      assert.deepStrictEqual(again.fired, [iso(30_000)])
+      yield* Scope.close(reopened, Exit.void)
       yield* Scope.close(runner.scope, Exit.void)
       yield* advance(10)
       // Another runner within the misfire threshold: the instants missed meanwhile run late, in order, once.
@@ -133,7 +135,7 @@ describe("ClusterScheduler.scheduleWithCron", () => {
         ClusterScheduler.withTimerReference("scoped")
       ).pipe(Effect.provide(next.context), Scope.extend(next.scope))
       yield* advance(7)
-      assert.deepStrictEqual(second.fired, [iso(30_000), iso(40_000), iso(50_000)])
+      assert.deepStrictEqual(second.fired, [iso(40_000), iso(50_000)])
       assert.isTrue(second.fires.every((fire) => !fire.misfired))
       assert.deepStrictEqual(
         yield* historyOf("scoped").pipe(Effect.provide(storage)),
@@ -269,7 +271,7 @@ describe("ClusterScheduler bad input", () => {
   )
 
   it.scoped(
-    "the same reference twice on one runner, even after the first one's scope closed: InvalidClusterCronOptions",
+    "the same reference twice on one runner while the first one's scope is open: InvalidClusterCronOptions; once closed, it registers again",
     () =>
       Effect.gen(function* () {
         const scope = yield* Scope.make()
@@ -284,10 +286,22 @@ describe("ClusterScheduler bad input", () => {
         assert.strictEqual(error._tag, "InvalidClusterCronOptions")
         assert.include(error.message, "already registered on this runner")
         yield* Scope.close(scope, Exit.void)
-        const closed = yield* Effect.flip(
-          ClusterScheduler.scheduleWithCron("0 0 * * * ?", Effect.void, ClusterScheduler.withTimerReference("twice"))
+        yield* ClusterScheduler.scheduleWithCron(
+          "0 0 * * * ?",
+          Effect.void,
+          ClusterScheduler.withTimerReference("twice")
         )
-        assert.strictEqual(closed._tag, "InvalidClusterCronOptions")
+        // Bad policies: a typed error naming the policy.
+        const policy = yield* Effect.flip(
+          ClusterScheduler.scheduleWithCron(
+            "0 0 * * * ?",
+            Effect.void,
+            ClusterScheduler.withTimerReference("policy"),
+            ClusterScheduler.withPolicies({ overlap: "sometimes" as never })
+          )
+        )
+        assert.strictEqual(policy._tag, "InvalidSchedulePolicy")
+        assert.include(policy.message, "overlap")
         // Another reference is fine.
         yield* ClusterScheduler.scheduleWithCron(
           "0 0 * * * ?",

@@ -19,6 +19,7 @@ import {
   startRunner as startTestRunner,
   type TestRunner
 } from "./conformance-helpers.js"
+import { scheduleCases } from "./conformance-schedules.js"
 
 const pgSkip = await pgUnavailable("conformance", "the PostgreSQL variant")
 
@@ -100,6 +101,8 @@ for (const backend of backends) {
         const startRunner = (port: number) => startTestRunner(storage, port, { tablePrefix: prefix })
         return { storage, startRunner }
       })
+
+      scheduleCases({ setup, advance })
 
       it.scoped("cron: once per instant, recorded in storage", () =>
         Effect.gen(function* () {

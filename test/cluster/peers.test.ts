@@ -54,6 +54,7 @@ describe("tickwork/cluster's peer packages", () => {
     assert.strictEqual(Entry.ClusterGrain, Cluster.ClusterGrain)
     assert.strictEqual(Entry.ClusterRunner, Cluster.ClusterRunner)
     assert.strictEqual(Entry.ClusterScheduler, Cluster.ClusterScheduler)
+    assert.strictEqual(Entry.ClusterSchedules, Cluster.ClusterSchedules)
     assert.strictEqual(Entry.Reminders, Cluster.Reminders)
     assert.deepStrictEqual(Object.keys(Entry).sort(), Object.keys(Cluster).sort())
   })

@@ -15,7 +15,7 @@ import { ActorSystem } from "../../ActorSystem.js"
 import { systemOf } from "../../internal/actorSystem.js"
 import type { Policies, Spec } from "../../Schedules.js"
 import { Schedules } from "../../Schedules.js"
-import type { ScheduledReferenceNotFound } from "../../TimerError.js"
+import type { ScheduledReferenceNotFound, ScheduleStorageError } from "../../TimerError.js"
 import {
   type AdminApi,
   Authorization,
@@ -23,6 +23,7 @@ import {
   InvalidRequest,
   OwnerNotFound,
   ScheduleNotFound,
+  StorageUnavailable,
   type UpdateRequest
 } from "../AdminApi.js"
 import { lateness, metrics, ownerTimers } from "./views.js"
@@ -40,8 +41,10 @@ export type AdminGroups<ApiId extends string> =
   | HttpApiGroup.ApiGroup<ApiId, "system">
   | HttpApiGroup.ApiGroup<ApiId, "inspector">
 
-const notFound = (error: ScheduledReferenceNotFound) =>
-  new ScheduleNotFound({ reference: error.reference, message: error.message })
+const notFound = (error: ScheduledReferenceNotFound | ScheduleStorageError) =>
+  error._tag === "ScheduleStorageError"
+    ? new StorageUnavailable({ message: error.message })
+    : new ScheduleNotFound({ reference: error.reference, message: error.message })
 
 /**
  * A browser sends `Origin` with every POST and PATCH: a page of another origin (which could post a form to a
@@ -115,7 +118,9 @@ export const handlers = <ApiId extends string>(
       const provided = yield* Effect.serviceOption(Schedules)
       const schedules = Option.getOrElse(provided, () => systemOf(system)!.schedules.service)
       return handlers
-        .handle("list", ({ urlParams }) => schedules.list(urlParams))
+        .handle("list", ({ urlParams }) =>
+          Effect.mapError(schedules.list(urlParams), (error) => new StorageUnavailable({ message: error.message }))
+        )
         .handle("get", ({ path }) => Effect.mapError(schedules.get(path.reference), notFound))
         .handle("history", ({ path }) => Effect.mapError(schedules.history(path.reference), notFound))
         .handle("pause", ({ path, payload }) =>
@@ -129,7 +134,9 @@ export const handlers = <ApiId extends string>(
             ...(payload.policies === undefined ? {} : { policies: toPolicies(payload.policies) })
           }
           return Effect.mapError(schedules.update(path.reference, changes), (error) =>
-            error._tag === "ScheduledReferenceNotFound" ? notFound(error) : invalid(error)
+            error._tag === "ScheduledReferenceNotFound" || error._tag === "ScheduleStorageError"
+              ? notFound(error)
+              : invalid(error)
           )
         })
     })

@@ -6,6 +6,8 @@
  * - `<prefix>_tickwork_cron`: one row per reference: the expression and zone, the one instant the schedule waits
  *   for (`next_instant`, the cursor) and a `generation` bumped at each singleton start.
  * - `<prefix>_tickwork_cron_fired`: one row per fired instant, `PRIMARY KEY (reference, instant)`, with the outcome.
+ * - the operator's state and the runs history (`scheduleState.ts`): read by the handler in the instant's
+ *   transaction (a paused cron's instants move the cursor without running; policies decide misfires and retries).
  *
  * Messages: entity type `tickwork/ClusterScheduler/<reference>`, entity id = the instant (ISO), primary key = the
  * generation, delivered at the instant. Sending the same (instant, generation) twice stores it once.
@@ -17,6 +19,9 @@
  * dies anywhere in there leaves either no trace (rollback: the message is redelivered and runs again) or a moved
  * cursor (the redelivered message is stale, and re-sends the next one). So an instant's transactional effects
  * happen exactly once; effects outside the transaction at least once.
+ *
+ * Runs outside the grid (`Schedules.trigger`, `backfill`) are `run` messages (identity: a snowflake), run in a
+ * transaction with their record in the runs table, so a redelivered one that committed is not run again.
  *
  * The singleton (one runner at a time) bumps the generation and sends the cursor's message at start: that revives a
  * chain whose message was answered without running (e.g. its entity was not registered), and merges with a live one.
@@ -31,20 +36,35 @@ import * as Sharding from "@effect/cluster/Sharding"
 import * as Rpc from "@effect/rpc/Rpc"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import type * as Cause from "effect/Cause"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
-import * as Data from "effect/Data"
+import type * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as PrimaryKey from "effect/PrimaryKey"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
+import type { ParsedPolicies } from "../../internal/schedules.js"
+import { scheduleEvents } from "../../Metrics.js"
 import * as QuartzCron from "../../QuartzCron.js"
+import type { Run } from "../../Schedules.js"
+import {
+  awaitTurn,
+  decideMisfire,
+  MAX_MISSED_SCAN,
+  type MisfireDecision,
+  RUNNING_STALE_MILLIS,
+  runningIn,
+  type TurnHost
+} from "./cronPolicy.js"
 import { createTables, Tables } from "./runner.js"
+import * as ScheduleState from "./scheduleState.js"
+import { encodePolicies, ensureStateTables, type StoredPolicies } from "./scheduleState.js"
 
 export class FirePayload extends Schema.Class<FirePayload>("tickwork/ClusterScheduler/Fire")({
   instant: Schema.Number,
@@ -58,11 +78,23 @@ export class FirePayload extends Schema.Class<FirePayload>("tickwork/ClusterSche
   }
 }
 
+/** Runs outside the grid (`Schedules.trigger`, `Schedules.backfill`): the instants, in order, each once. */
+export class RunPayload extends Schema.Class<RunPayload>("tickwork/ClusterScheduler/Run")({
+  id: Schema.String,
+  trigger: Schema.Literal("manual", "backfill"),
+  instants: Schema.Array(Schema.Number)
+}) {
+  [PrimaryKey.symbol](): string {
+    return this.id
+  }
+}
+
 export const entityType = (reference: string): string => `tickwork/ClusterScheduler/${reference}`
 
 export const makeEntity = (reference: string) =>
   Entity.make(entityType(reference), [
-    Rpc.make("fire", { payload: FirePayload }).annotate(Persisted, true).annotate(Uninterruptible, true)
+    Rpc.make("fire", { payload: FirePayload }).annotate(Persisted, true).annotate(Uninterruptible, true),
+    Rpc.make("run", { payload: RunPayload }).annotate(Persisted, true).annotate(Uninterruptible, true)
   ]).annotate(ClientTracingEnabled, false)
 
 /** What a schedule's `execute` is told about the instant it runs for. */
@@ -71,15 +103,18 @@ export interface Fire {
   readonly instant: DateTime.Utc
   /** How long after the instant it started. */
   readonly late: Duration.Duration
-  /** True for the one run of an instant later than the misfire threshold (the cluster was down). */
+  /** True for a run of an instant later than the misfire threshold (the cluster was down). */
   readonly misfired: boolean
+  /** `"schedule"` for an instant of the grid, `"manual"` for `Schedules.trigger`, `"backfill"` for a backfill. */
+  readonly trigger: "schedule" | "manual" | "backfill"
 }
 
 export interface Definition<E, R> {
   readonly reference: string
   readonly cron: QuartzCron.QuartzCron
   readonly timeZone: string
-  readonly misfireThresholdMillis: number
+  /** The policies; `graceMillis` is the misfire threshold. */
+  readonly policies: ParsedPolicies
   readonly execute: (fire: Fire) => Effect.Effect<unknown, E, R>
 }
 
@@ -100,7 +135,7 @@ const retrySql = Schedule.exponential("100 millis", 2).pipe(
 
 const toNumber = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value))
 
-const tableNames = Effect.map(Tables, ({ prefix }) => ({
+export const tableNames = Effect.map(Tables, ({ prefix }) => ({
   schedules: `${prefix}_tickwork_cron`,
   fired: `${prefix}_tickwork_cron_fired`
 }))
@@ -126,19 +161,42 @@ export const ensureTables = Effect.gen(function* () {
       outcome VARCHAR(16) NOT NULL,
       PRIMARY KEY (reference, instant)
     )`
+  yield* ensureStateTables
 }).pipe(createTables)
 
-/** The instants in (after, until], counted up to `cap`. */
-const countBetween = (cron: QuartzCron.QuartzCron, after: number, until: number, cap: number): number => {
-  let count = 0
-  for (const instant of QuartzCron.iterate(cron, after)) {
-    if (instant > until || count >= cap) break
-    count++
-  }
-  return count
-}
+/** The stored part of a definition's policies. */
+export const storedPolicies = (policies: ParsedPolicies): StoredPolicies => ({
+  misfire: policies.misfire,
+  graceMillis: policies.graceMillis,
+  overlap: policies.overlap,
+  pauseAfterFailures: policies.pauseAfterFailures,
+  history: policies.history,
+  retry: policies.retry !== undefined
+})
 
-class ExecuteFailed extends Data.TaggedError("ExecuteFailed")<{ readonly cause: Cause.Cause<unknown> }> {}
+/** What the code registered: an operator's update holds until the code registers something else. */
+const definedOf = (definition: Definition<any, any>): string =>
+  JSON.stringify({
+    expression: definition.cron.expression,
+    timeZone: definition.timeZone,
+    policies: encodePolicies(storedPolicies(definition.policies))
+  })
+
+/** Parsed expressions by zone and text: an operator's update changes what the handler evaluates. */
+const parsedCrons = new Map<string, QuartzCron.QuartzCron>()
+
+export const cronOf = (expression: string, timeZone: string): QuartzCron.QuartzCron | undefined => {
+  const key = `${timeZone}\u0000${expression}`
+  let cron = parsedCrons.get(key)
+  if (cron === undefined) {
+    const parsed = QuartzCron.parse(expression, { timeZone })
+    if (Either.isLeft(parsed)) return undefined
+    cron = parsed.right
+    if (parsedCrons.size > 1000) parsedCrons.clear()
+    parsedCrons.set(key, cron)
+  }
+  return cron
+}
 
 interface Cursor {
   readonly next: number | null
@@ -147,19 +205,112 @@ interface Cursor {
 
 const iso = (millis: number) => DateTime.formatIso(DateTime.unsafeMake(millis))
 
+/** What a misfire did, for the log and the history. */
+const missedDetail = (instant: number, decision: MisfireDecision, policies: StoredPolicies): string => {
+  const count = `${decision.capped ? `${MAX_MISSED_SCAN} or more` : decision.missed} instants`
+  const resumes = decision.next === null ? "never (the expression has no more instants)" : `at ${iso(decision.next)}`
+  switch (policies.misfire._tag) {
+    case "RunOnce":
+      return (
+        `${count} after ${iso(instant)} were missed while no runner served the schedule; ${iso(instant)} ran once, ` +
+        `the grid resumes ${resumes}`
+      )
+    case "SkipMissed":
+      return `${count} from ${iso(instant)} were missed by more than the grace window (misfire: skipMissed); the grid resumes ${resumes}`
+    case "RunAll":
+      return (
+        `${count} from ${iso(instant)} were missed by more than the grace window; the latest ` +
+        `${policies.misfire.max} run now (misfire: runAll), from ${resumes}`
+      )
+  }
+}
+
+/** What one runner holds for a reference: the current registration, if its scope is open. */
+interface Slot {
+  current: { readonly definition: Definition<any, any>; readonly context: Context.Context<any> } | undefined
+  last: Definition<any, any>
+  /** Open while a registration is current. */
+  readonly present: Effect.Latch
+  /** Writes the registration to storage and (re)starts its chain of messages. */
+  start: Effect.Effect<void>
+}
+
+/** Per runner (Sharding instance): the references whose entity and singleton are registered there. */
+const slots = new WeakMap<object, Map<string, Slot>>()
+
+/**
+ * Registers `definition` on this runner. The entity and singleton of a reference are registered once per runner, in
+ * `runnerScope` when the runner has one (`ClusterRunner` layers), so that a registration whose scope closed can be
+ * made again on the same runner; their handlers run the current registration, and wait while there is none.
+ * Succeeds with false when the reference is registered (and open) on this runner already, or was registered without
+ * a runner scope and closed (@effect/cluster cannot register an entity type twice on one runner).
+ */
 export const register = <E, R>(
-  definition: Definition<E, R>
-): Effect.Effect<void, never, Sharding.Sharding | SqlClient.SqlClient | Scope.Scope | R> =>
+  definition: Definition<E, R>,
+  runnerScope: Scope.Scope | undefined
+): Effect.Effect<boolean, never, Sharding.Sharding | SqlClient.SqlClient | Scope.Scope | R> =>
   Effect.gen(function* () {
     const sharding = yield* Sharding.Sharding
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    let byReference = slots.get(sharding)
+    if (byReference === undefined) slots.set(sharding, (byReference = new Map()))
+    const context = (yield* Effect.context<R>()) as Context.Context<any>
+    const existing = byReference.get(definition.reference)
+    const registration = { definition, context }
+    const release = (slot: Slot) =>
+      Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          if (slot.current !== registration) return
+          slot.current = undefined
+          slot.present.unsafeClose()
+        })
+      )
+    if (existing !== undefined) {
+      if (existing.current !== undefined || runnerScope === undefined) return false
+      existing.current = registration
+      existing.last = definition
+      existing.present.unsafeOpen()
+      yield* release(existing)
+      yield* existing.start
+      return true
+    }
+    const slot: Slot = {
+      current: registration,
+      last: definition,
+      present: yield* Effect.makeLatch(true),
+      start: Effect.void
+    }
+    byReference.set(definition.reference, slot)
+    yield* release(slot)
+    const scope = runnerScope ?? (yield* Effect.scope)
+    yield* registerSlot(definition.reference, slot).pipe(Scope.extend(scope))
+    return true
+  })
+
+const registerSlot = (
+  reference: string,
+  slot: Slot
+): Effect.Effect<void, never, Sharding.Sharding | SqlClient.SqlClient | Scope.Scope> =>
+  Effect.gen(function* () {
+    const sharding = yield* Sharding.Sharding
+    const storage = yield* SqlClient.SqlClient
+    const sql = storage.withoutTransforms()
     const tables = yield* tableNames
-    const context = yield* Effect.context<R>()
-    const { reference, cron } = definition
+    const state = yield* ScheduleState.make
     const entity = makeEntity(reference)
     const makeClient = yield* sharding.makeClient(entity)
     const schedulesTable = sql(tables.schedules)
     const firedTable = sql(tables.fired)
+    const local = runningIn(storage, `${tables.schedules}/${reference}`)
+
+    /** The current registration on this runner; waits (interruptibly) while its scope is closed. */
+    const current = Effect.suspend(() =>
+      slot.current !== undefined
+        ? Effect.succeed(slot.current)
+        : Effect.zipRight(
+            Effect.interruptible(slot.present.await),
+            Effect.sync(() => slot.current!)
+          )
+    )
 
     /** Locks the schedule row (a write first: SQLite takes its write lock at once, PostgreSQL the row lock). */
     const lockCursor = (now: number) =>
@@ -186,7 +337,7 @@ export const register = <E, R>(
     const moveCursor = (next: number | null) =>
       sql`UPDATE ${schedulesTable} SET next_instant = ${next} WHERE reference = ${reference}`
 
-    const record = (instant: number, now: number, runner: string, outcome: "ok" | "failed") =>
+    const recordFired = (instant: number, now: number, runner: string, outcome: "ok" | "failed") =>
       Effect.map(
         sql<{ readonly instant: unknown }>`
           INSERT INTO ${firedTable} (reference, instant, fired_at, runner, outcome)
@@ -198,26 +349,6 @@ export const register = <E, R>(
 
     const prune = (instant: number) =>
       sql`DELETE FROM ${firedTable} WHERE reference = ${reference} AND instant < ${instant - HISTORY_MILLIS}`
-
-    /** The instant after `instant`, handled at `now`: the grid after it, or after now past the misfire threshold. */
-    const nextAfter = (instant: number, now: number): Effect.Effect<number | null> =>
-      Effect.suspend(() => {
-        if (now - instant <= definition.misfireThresholdMillis) {
-          return Effect.succeed(Option.getOrNull(QuartzCron.next(cron, instant)))
-        }
-        const skipped = countBetween(cron, instant, now, 10_000)
-        const next = Option.getOrNull(QuartzCron.next(cron, now))
-        return skipped === 0
-          ? Effect.succeed(next)
-          : Effect.as(
-              Effect.logWarning(
-                `cron ${reference}: ${skipped >= 10_000 ? "10000 or more" : skipped} instants after ${iso(instant)} ` +
-                  `were missed while no runner served the schedule; ${iso(instant)} ran once, the grid resumes ` +
-                  (next === null ? "never (the expression has no more instants)" : `at ${iso(next)}`)
-              ),
-              next
-            )
-      })
 
     const send = (cursor: Cursor) =>
       cursor.next === null
@@ -231,62 +362,190 @@ export const register = <E, R>(
               Effect.retry(retrySql)
             )
 
-    /** `execute` with the services it was registered with, in the transaction of the caller's fiber. */
-    const run = (fire: Fire) =>
-      Effect.scoped(definition.execute(fire)).pipe(Effect.provide(context)) as Effect.Effect<unknown, E>
+    const policiesOf = (row: ScheduleState.StateRow | undefined, definition: Definition<any, any>) =>
+      row?.policies ?? storedPolicies(definition.policies)
+
+    const turnHost: TurnHost = {
+      local,
+      overlap: Effect.map(
+        Effect.orDie(state.get(reference)),
+        (row) => row?.policies.overlap ?? slot.last.policies.overlap
+      ),
+      runningElsewhere: Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.map(
+          Effect.orDie(state.get(reference)),
+          (row) => row?.runningSince !== undefined && now - row.runningSince < RUNNING_STALE_MILLIS
+        )
+      ),
+      buffer: (id) => Effect.orDie(Effect.asVoid(state.buffer(reference, id))),
+      bufferedElsewhere: Effect.map(Effect.orDie(state.get(reference)), (row) => row?.buffered)
+    }
+
+    /** Runs `body` as a run of the schedule: counted here and marked in storage while it goes. */
+    const asRun = <A, E2, R2>(body: Effect.Effect<A, E2, R2>) =>
+      Effect.gen(function* () {
+        yield* Effect.orDie(Effect.flatMap(Clock.currentTimeMillis, (now) => state.running(reference, now)))
+        return yield* body
+      }).pipe(
+        Effect.ensuring(
+          Effect.suspend(() => {
+            local.count--
+            return local.count === 0 ? Effect.ignore(state.running(reference, null)) : Effect.void
+          })
+        )
+      )
+
+    /**
+     * `execute`, each attempt in a transaction of its own inside the caller's (a savepoint: a failed attempt's SQL
+     * is rolled back), retried under the retry policy. Succeeds with the exit and the number of attempts.
+     */
+    const attempt = (fire: Fire) =>
+      Effect.gen(function* () {
+        const { definition, context } = yield* current
+        let attempts = 0
+        const once = Effect.suspend(() => {
+          if (attempts++ > 0) scheduleEvents("retry").unsafeUpdate(1, [])
+          return sql.withTransaction(
+            Effect.scoped(definition.execute(fire)).pipe(Effect.provide(context)) as Effect.Effect<unknown, unknown>
+          )
+        })
+        const retry = definition.policies.retry
+        const exit = yield* Effect.exit(retry === undefined ? once : Effect.retry(once, retry))
+        return { exit, attempts, history: definition.policies.history }
+      })
+
+    /** Records a finished run, and counts failures in a row (pausing the schedule at the policy's limit). */
+    const finish = (
+      id: string,
+      run: Run,
+      exit: Exit.Exit<unknown, unknown>,
+      policies: StoredPolicies,
+      paused: boolean
+    ) =>
+      Effect.gen(function* () {
+        const detail = Exit.isFailure(exit) ? String(Cause.squash(exit.cause)) : undefined
+        yield* state.record(reference, id, detail === undefined ? run : { ...run, detail }, policies.history)
+        if (Exit.isSuccess(exit)) return yield* state.succeeded(reference)
+        const failures = yield* state.failed(reference)
+        const limit = policies.pauseAfterFailures
+        if (limit !== undefined && failures >= limit && !paused) {
+          scheduleEvents("paused_on_failure").unsafeUpdate(1, [])
+          yield* state.pause(
+            reference,
+            `paused after ${failures} failed runs in a row; the last: ${detail}`,
+            "tickwork",
+            run.end ?? 0
+          )
+        }
+      })
+
+    const runnerName = Effect.map(Effect.serviceOption(Entity.CurrentRunnerAddress), (address) =>
+      Option.match(address, { onNone: () => "unknown", onSome: (a) => `${a.host}:${a.port}` })
+    )
 
     const fire = (payload: FirePayload) =>
       Effect.gen(function* () {
         const instant = payload.instant
-        const now = yield* Clock.currentTimeMillis
-        const runner = Option.match(yield* Effect.serviceOption(Entity.CurrentRunnerAddress), {
-          onNone: () => "unknown",
-          onSome: (address) => `${address.host}:${address.port}`
-        })
-        const misfired = now - instant > definition.misfireThresholdMillis
-        const outcome = yield* sql
-          .withTransaction(
-            Effect.gen(function* () {
-              const cursor = yield* lockCursor(now)
-              if (cursor === undefined || cursor.next !== instant) return { cursor, ran: false }
-              if (!(yield* record(instant, now, runner, "ok"))) return { cursor, ran: false }
-              const exit = yield* Effect.exit(
-                run({
+        yield* current
+        const turn = yield* awaitTurn(turnHost, `s:${instant}`)
+        const body = Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const runner = yield* runnerName
+          return yield* sql
+            .withTransaction(
+              Effect.gen(function* () {
+                const cursor = yield* lockCursor(now)
+                if (cursor === undefined || cursor.next !== instant) return { cursor, ran: false }
+                const row = yield* state.get(reference)
+                const policies = policiesOf(row, slot.last)
+                const cron = cronOf(cursor.expression, cursor.timeZone) ?? slot.last.cron
+                const moveOn = (next: number | null) =>
+                  Effect.as(moveCursor(next), { cursor: { next, generation: cursor.generation }, ran: true })
+                if (row?.pause !== undefined) {
+                  // Paused: the instant passes; the chain goes on so that resume needs nothing but the flag.
+                  return yield* moveOn(Option.getOrNull(QuartzCron.next(cron, Math.max(instant, now))))
+                }
+                const decision = decideMisfire(cron, instant, now, policies.misfire, policies.graceMillis)
+                if (decision.missed > 0) {
+                  scheduleEvents("missed").unsafeUpdate(decision.missed, [])
+                  const detail = missedDetail(instant, decision, policies)
+                  yield* Effect.logWarning(`cron ${reference}: ${detail}`)
+                  yield* state.record(
+                    reference,
+                    `x:${instant}`,
+                    {
+                      instant,
+                      trigger: "schedule",
+                      start: undefined,
+                      end: undefined,
+                      outcome: "missed",
+                      lateness: now - instant,
+                      attempts: 0,
+                      detail
+                    },
+                    policies.history
+                  )
+                }
+                if (!decision.run) return yield* moveOn(decision.next)
+                if (turn._tag === "skip") {
+                  yield* state.record(
+                    reference,
+                    `s:${instant}`,
+                    {
+                      instant,
+                      trigger: "schedule",
+                      start: undefined,
+                      end: undefined,
+                      outcome: "skipped",
+                      lateness: undefined,
+                      attempts: 0,
+                      detail: turn.detail
+                    },
+                    policies.history
+                  )
+                  return yield* moveOn(decision.next)
+                }
+                if (!(yield* recordFired(instant, now, runner, "ok"))) return { cursor, ran: false }
+                const { exit, attempts } = yield* attempt({
                   reference,
                   instant: DateTime.unsafeMake(instant),
                   late: Duration.millis(Math.max(0, now - instant)),
-                  misfired
+                  misfired: decision.misfired,
+                  trigger: "schedule"
                 })
-              )
-              if (Exit.isFailure(exit)) return yield* new ExecuteFailed({ cause: exit.cause })
-              const next = yield* nextAfter(instant, now)
-              yield* moveCursor(next)
-              yield* prune(instant)
-              return { cursor: { next, generation: cursor.generation }, ran: true }
-            })
-          )
-          .pipe(
-            Effect.catchTag("ExecuteFailed", (failed) =>
-              Effect.zipRight(
-                Effect.logWarning(`cron ${reference}: the run for ${iso(instant)} failed`, failed.cause),
-                // Its SQL effects were rolled back; record the instant as failed and move on, like a repeating task.
-                sql.withTransaction(
-                  Effect.gen(function* () {
-                    const cursor = yield* lockCursor(now)
-                    if (cursor === undefined || cursor.next !== instant) return { cursor, ran: false }
-                    yield* record(instant, now, runner, "failed")
-                    const next = yield* nextAfter(instant, now)
-                    yield* moveCursor(next)
-                    return { cursor: { next, generation: cursor.generation }, ran: true }
-                  })
+                const end = yield* Clock.currentTimeMillis
+                if (Exit.isFailure(exit)) {
+                  // Its SQL effects were rolled back (each attempt is a savepoint); the instant is recorded as failed.
+                  yield* Effect.logWarning(`cron ${reference}: the run for ${iso(instant)} failed`, exit.cause)
+                  yield* sql`UPDATE ${firedTable} SET outcome = 'failed' WHERE reference = ${reference} AND instant = ${instant}`
+                }
+                yield* finish(
+                  `s:${instant}`,
+                  {
+                    instant,
+                    trigger: "schedule",
+                    start: now,
+                    end,
+                    outcome: Exit.isFailure(exit) ? "failed" : "succeeded",
+                    lateness: now - instant,
+                    attempts
+                  },
+                  exit,
+                  policies,
+                  false
                 )
-              )
-            ),
-            Effect.tapErrorCause((cause) =>
-              Effect.logWarning(`cron ${reference}: storage failed while firing ${iso(instant)}, retrying`, cause)
-            ),
-            Effect.retry(retrySql)
-          )
+                yield* prune(instant)
+                return yield* moveOn(decision.next)
+              })
+            )
+            .pipe(
+              Effect.tapErrorCause((cause) =>
+                Effect.logWarning(`cron ${reference}: storage failed while firing ${iso(instant)}, retrying`, cause)
+              ),
+              Effect.retry(retrySql)
+            )
+        })
+        const outcome = turn._tag === "run" ? yield* asRun(body) : yield* body
         if (!outcome.ran) {
           yield* Effect.logDebug(`cron ${reference}: dropped a stale message for ${iso(instant)}`)
         }
@@ -298,17 +557,98 @@ export const register = <E, R>(
         Effect.annotateLogs({ module: "ClusterScheduler", reference })
       )
 
-    yield* sharding.registerEntity(entity, Effect.succeed(entity.of({ fire: (request) => fire(request.payload) })), {
-      maxIdleTime: "5 seconds"
-    })
+    /** A triggered or backfilled run of each instant, in order, outside the grid. */
+    const runOutside = (payload: RunPayload) =>
+      Effect.gen(function* () {
+        yield* current
+        for (const instant of payload.instants) {
+          const id = `${payload.trigger === "manual" ? "m" : "b"}:${payload.id}:${instant}`
+          const turn = yield* awaitTurn(turnHost, id)
+          const body = sql
+            .withTransaction(
+              Effect.gen(function* () {
+                const now = yield* Clock.currentTimeMillis
+                const exists = yield* lockCursor(now)
+                // Removed meanwhile, or a redelivery of a run that committed: its SQL happened once already.
+                if (exists === undefined || (yield* state.hasRun(reference, id))) return
+                const row = yield* state.get(reference)
+                const policies = policiesOf(row, slot.last)
+                if (turn._tag === "skip") {
+                  return yield* state.record(
+                    reference,
+                    id,
+                    {
+                      instant,
+                      trigger: payload.trigger,
+                      start: undefined,
+                      end: undefined,
+                      outcome: "skipped",
+                      lateness: undefined,
+                      attempts: 0,
+                      detail: turn.detail
+                    },
+                    policies.history
+                  )
+                }
+                const { exit, attempts } = yield* attempt({
+                  reference,
+                  instant: DateTime.unsafeMake(instant),
+                  late: Duration.millis(Math.max(0, now - instant)),
+                  misfired: false,
+                  trigger: payload.trigger
+                })
+                if (Exit.isFailure(exit)) {
+                  yield* Effect.logWarning(
+                    `cron ${reference}: the ${payload.trigger} run for ${iso(instant)} failed`,
+                    exit.cause
+                  )
+                }
+                const end = yield* Clock.currentTimeMillis
+                yield* finish(
+                  id,
+                  {
+                    instant,
+                    trigger: payload.trigger,
+                    start: now,
+                    end,
+                    outcome: Exit.isFailure(exit) ? "failed" : "succeeded",
+                    lateness: now - instant,
+                    attempts
+                  },
+                  exit,
+                  policies,
+                  row?.pause !== undefined
+                )
+              })
+            )
+            .pipe(
+              Effect.tapErrorCause((cause) =>
+                Effect.logWarning(`cron ${reference}: storage failed during a ${payload.trigger} run, retrying`, cause)
+              ),
+              Effect.retry(retrySql)
+            )
+          yield* turn._tag === "run" ? asRun(body) : body
+        }
+      }).pipe(Effect.orDie, Effect.annotateLogs({ module: "ClusterScheduler", reference }))
+
+    yield* sharding.registerEntity(
+      entity,
+      Effect.succeed(
+        entity.of({ fire: (request) => fire(request.payload), run: (request) => runOutside(request.payload) })
+      ),
+      { maxIdleTime: "5 seconds" }
+    )
 
     const start = Effect.gen(function* () {
+      const definition = slot.current?.definition ?? slot.last
+      const cron = definition.cron
       const now = yield* Clock.currentTimeMillis
       const cursor = yield* sql
         .withTransaction(
           Effect.gen(function* () {
             const current = yield* lockCursor(now)
             const first = Option.getOrNull(QuartzCron.next(cron, now))
+            const defined = yield* state.define(reference, storedPolicies(definition.policies), definedOf(definition))
             if (current === undefined) {
               yield* sql`
                 INSERT INTO ${schedulesTable} (reference, expression, time_zone, next_instant, generation, updated_at)
@@ -316,12 +656,16 @@ export const register = <E, R>(
               return { next: first, generation: 1 }
             }
             const generation = current.generation + 1
-            const changed = current.expression !== cron.expression || current.timeZone !== definition.timeZone
+            // What the code registers wins when it changed since the last registration (a deploy); otherwise the
+            // stored expression holds (an operator's update survives restarts).
+            const changed =
+              defined.changed && (current.expression !== cron.expression || current.timeZone !== definition.timeZone)
             // A changed expression or zone starts over from now; otherwise the schedule resumes at its cursor.
             const next = changed ? first : current.next
             yield* sql`
               UPDATE ${schedulesTable}
-              SET expression = ${cron.expression}, time_zone = ${definition.timeZone}, next_instant = ${next},
+              SET expression = ${changed ? cron.expression : current.expression},
+                time_zone = ${changed ? definition.timeZone : current.timeZone}, next_instant = ${next},
                 generation = ${generation}
               WHERE reference = ${reference}`
             return { next, generation }
@@ -333,6 +677,7 @@ export const register = <E, R>(
         )
       yield* send(cursor)
     }).pipe(Effect.orDie, Effect.annotateLogs({ module: "ClusterScheduler", reference }))
+    slot.start = start
 
     yield* sharding.registerSingleton(entityType(reference), start)
   })

@@ -167,6 +167,22 @@ export interface RunnerOptions {
   readonly advisoryLocks: "auto" | "as configured"
 }
 
+/**
+ * The scope of each runner built here, by its `Sharding`: cluster crons register their entity there, so that a
+ * registration whose own scope closed can be made again on the same runner (@effect/cluster keeps an entity type
+ * registered on a runner for good).
+ */
+export const runnerScopes = new WeakMap<object, Scope.Scope>()
+
+/** Records the runner's scope; built after `Sharding`, so closed before it. */
+const layerRunnerScope = Layer.scopedDiscard(
+  Effect.gen(function* () {
+    const sharding = yield* Sharding.Sharding
+    const scope = yield* Effect.scope
+    runnerScopes.set(sharding, scope)
+  })
+)
+
 export type ClusterServices = Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage | Tables
 
 /** A runner process: the socket transport (msgpack), ping health checks and SQL storage. */
@@ -182,7 +198,8 @@ export const layerSocketRunner = <E>(
     Layer.provide(Runners.layerRpc),
     Layer.provide(NodeClusterSocket.layerClientProtocol)
   )
-  return transport.pipe(
+  return layerRunnerScope.pipe(
+    Layer.provideMerge(transport),
     Layer.provide(health),
     Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable)),
     Layer.provide(config),
@@ -198,7 +215,8 @@ export const layerSocketRunner = <E>(
 export const layerLocalRunner = <E>(
   options: RunnerOptions & { readonly onUnavailable: (reason: string) => E }
 ): Layer.Layer<ClusterServices, E, SqlClient.SqlClient> =>
-  Sharding.layer.pipe(
+  layerRunnerScope.pipe(
+    Layer.provideMerge(Sharding.layer),
     Layer.provideMerge(Runners.layerNoop),
     Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable)),
     Layer.provide(RunnerHealth.layerNoop),

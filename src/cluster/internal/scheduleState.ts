@@ -1,0 +1,249 @@
+/**
+ * What an operator steers on a cluster schedule, in the runners' storage beside the schedule's own tables:
+ *
+ * - `<prefix>_tickwork_schedule_state`: one row per reference: the pause (note, by, at), the stored policies (JSON:
+ *   misfire, grace, overlap, pauseAfterFailures, history), what the code last registered (`defined`, JSON: the
+ *   expression, zone and policies; an operator's update holds until the code registers something else), the failures
+ *   in a row, and a marker of a run in progress (`running_since`, for overlap across processes).
+ * - `<prefix>_tickwork_schedule_runs`: one row per run, skip or miss (`Schedules.Run`), pruned to the newest
+ *   `history` rows of the reference each time one is written.
+ *
+ * Portable SQL (SQLite and PostgreSQL); BIGINT columns come back as strings from PostgreSQL, so reads go through
+ * `Number`.
+ *
+ * @internal
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Effect from "effect/Effect"
+import type { Misfire, Overlap, Run } from "../../Schedules.js"
+import { createTables, Tables } from "./runner.js"
+
+/** The policies kept in storage (a `retry` Schedule is code: it stays with the registration). */
+export interface StoredPolicies {
+  readonly misfire: Misfire
+  readonly graceMillis: number
+  readonly overlap: Overlap
+  readonly pauseAfterFailures: number | undefined
+  readonly history: number
+  /** Whether the registration gave a retry schedule. */
+  readonly retry: boolean
+}
+
+export interface StateRow {
+  readonly reference: string
+  readonly pause: { readonly note: string; readonly by: string; readonly at: number } | undefined
+  readonly policies: StoredPolicies
+  readonly defined: string
+  readonly failuresInRow: number
+  readonly runningSince: number | undefined
+  readonly buffered: string | undefined
+}
+
+const num = (value: unknown): number | undefined => (value === null || value === undefined ? undefined : Number(value))
+
+/** Infinity does not survive JSON: a grace or a runAll max without limit is stored as null. */
+export const encodePolicies = (policies: StoredPolicies): string =>
+  JSON.stringify(policies, (_key, value) => (value === Number.POSITIVE_INFINITY ? null : value))
+
+export const decodePolicies = (json: string): StoredPolicies => {
+  const raw = JSON.parse(json) as Record<string, any>
+  const misfire: Misfire =
+    raw.misfire?._tag === "RunAll"
+      ? { _tag: "RunAll", max: raw.misfire.max ?? Number.POSITIVE_INFINITY }
+      : raw.misfire?._tag === "SkipMissed"
+        ? { _tag: "SkipMissed" }
+        : { _tag: "RunOnce" }
+  return {
+    misfire,
+    graceMillis: raw.graceMillis ?? Number.POSITIVE_INFINITY,
+    overlap: raw.overlap ?? "bufferAll",
+    pauseAfterFailures: raw.pauseAfterFailures ?? undefined,
+    history: raw.history ?? 100,
+    retry: raw.retry === true
+  }
+}
+
+interface RawState {
+  readonly reference: string
+  readonly paused_note: string | null
+  readonly paused_by: string | null
+  readonly paused_at: unknown
+  readonly policies: string
+  readonly defined: string
+  readonly failures_in_row: unknown
+  readonly running_since: unknown
+  readonly buffered: string | null
+}
+
+const toState = (raw: RawState): StateRow => ({
+  reference: raw.reference,
+  pause:
+    raw.paused_note === null
+      ? undefined
+      : { note: raw.paused_note, by: raw.paused_by ?? "operator", at: num(raw.paused_at) ?? 0 },
+  policies: decodePolicies(raw.policies),
+  defined: raw.defined,
+  failuresInRow: num(raw.failures_in_row) ?? 0,
+  runningSince: num(raw.running_since),
+  buffered: raw.buffered ?? undefined
+})
+
+interface RawRun {
+  readonly instant: unknown
+  readonly run_trigger: string
+  readonly started: unknown
+  readonly ended: unknown
+  readonly outcome: string
+  readonly lateness: unknown
+  readonly attempts: unknown
+  readonly detail: string | null
+}
+
+const toRun = (raw: RawRun): Run => {
+  const detail = raw.detail ?? undefined
+  const run: Run = {
+    instant: Number(raw.instant),
+    trigger: raw.run_trigger as Run["trigger"],
+    start: num(raw.started),
+    end: num(raw.ended),
+    outcome: raw.outcome as Run["outcome"],
+    lateness: num(raw.lateness),
+    attempts: num(raw.attempts) ?? 0
+  }
+  return detail === undefined ? run : { ...run, detail }
+}
+
+export const tableNames = Effect.map(Tables, ({ prefix }) => ({
+  state: `${prefix}_tickwork_schedule_state`,
+  runs: `${prefix}_tickwork_schedule_runs`
+}))
+
+export const ensureStateTables = Effect.gen(function* () {
+  const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+  const tables = yield* tableNames
+  yield* sql`
+    CREATE TABLE IF NOT EXISTS ${sql(tables.state)} (
+      reference VARCHAR(255) PRIMARY KEY,
+      paused_note TEXT,
+      paused_by TEXT,
+      paused_at BIGINT,
+      policies TEXT NOT NULL,
+      defined TEXT NOT NULL,
+      failures_in_row BIGINT NOT NULL,
+      running_since BIGINT,
+      buffered TEXT
+    )`
+  yield* sql`
+    CREATE TABLE IF NOT EXISTS ${sql(tables.runs)} (
+      reference VARCHAR(255) NOT NULL,
+      id VARCHAR(100) NOT NULL,
+      instant BIGINT NOT NULL,
+      run_trigger VARCHAR(16) NOT NULL,
+      started BIGINT,
+      ended BIGINT,
+      outcome VARCHAR(16) NOT NULL,
+      lateness BIGINT,
+      attempts BIGINT NOT NULL,
+      detail TEXT,
+      PRIMARY KEY (reference, id)
+    )`
+}).pipe(createTables)
+
+/** The state and runs tables of the runner's prefix, with the operations on them. */
+export const make = Effect.gen(function* () {
+  const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+  const tables = yield* tableNames
+  const state = sql(tables.state)
+  const runs = sql(tables.runs)
+  const selectState = sql`
+    SELECT reference, paused_note, paused_by, paused_at, policies, defined, failures_in_row, running_since, buffered
+    FROM ${state}`
+  return {
+    get: (reference: string): Effect.Effect<StateRow | undefined, SqlError> =>
+      Effect.map(sql<RawState>`${selectState} WHERE reference = ${reference}`, (rows) =>
+        rows[0] === undefined ? undefined : toState(rows[0])
+      ),
+    all: Effect.map(sql<RawState>`${selectState}`, (rows) => rows.map(toState)),
+    /** Creates the row for a registration, or, when the code registers something new, takes its policies. */
+    define: (reference: string, policies: StoredPolicies, defined: string) =>
+      Effect.gen(function* () {
+        const current = yield* Effect.map(sql<RawState>`${selectState} WHERE reference = ${reference}`, (rows) =>
+          rows[0] === undefined ? undefined : toState(rows[0])
+        )
+        if (current === undefined) {
+          yield* sql`
+            INSERT INTO ${state} (reference, policies, defined, failures_in_row)
+            VALUES (${reference}, ${encodePolicies(policies)}, ${defined}, 0)
+            ON CONFLICT (reference) DO NOTHING`
+          return { changed: true }
+        }
+        if (current.defined === defined) return { changed: false }
+        yield* sql`
+          UPDATE ${state} SET policies = ${encodePolicies(policies)}, defined = ${defined}
+          WHERE reference = ${reference}`
+        return { changed: true }
+      }),
+    setPolicies: (reference: string, policies: StoredPolicies) =>
+      sql`UPDATE ${state} SET policies = ${encodePolicies(policies)} WHERE reference = ${reference}`,
+    pause: (reference: string, note: string, by: string, at: number) =>
+      sql`UPDATE ${state} SET paused_note = ${note}, paused_by = ${by}, paused_at = ${at}
+        WHERE reference = ${reference} AND paused_note IS NULL`,
+    resume: (reference: string) =>
+      sql`UPDATE ${state} SET paused_note = NULL, paused_by = NULL, paused_at = NULL, failures_in_row = 0
+        WHERE reference = ${reference}`,
+    failed: (reference: string) =>
+      Effect.map(
+        sql<{ readonly failures_in_row: unknown }>`
+          UPDATE ${state} SET failures_in_row = failures_in_row + 1 WHERE reference = ${reference}
+          RETURNING failures_in_row`,
+        (rows) => num(rows[0]?.failures_in_row) ?? 0
+      ),
+    succeeded: (reference: string) =>
+      sql`UPDATE ${state} SET failures_in_row = 0 WHERE reference = ${reference} AND failures_in_row <> 0`,
+    running: (reference: string, since: number | null) =>
+      sql`UPDATE ${state} SET running_since = ${since} WHERE reference = ${reference}`,
+    buffer: (reference: string, id: string | null) =>
+      sql`UPDATE ${state} SET buffered = ${id} WHERE reference = ${reference}`,
+    remove: (reference: string) =>
+      Effect.zipRight(
+        sql`DELETE FROM ${state} WHERE reference = ${reference}`,
+        sql`DELETE FROM ${runs} WHERE reference = ${reference}`
+      ),
+    /** Records a run (once per id) and keeps the newest `keep` of the reference. */
+    record: (reference: string, id: string, run: Run, keep: number) =>
+      Effect.zipRight(
+        sql`
+          INSERT INTO ${runs} (reference, id, instant, run_trigger, started, ended, outcome, lateness, attempts, detail)
+          VALUES (${reference}, ${id}, ${run.instant}, ${run.trigger}, ${run.start ?? null}, ${run.end ?? null},
+            ${run.outcome}, ${run.lateness ?? null}, ${run.attempts}, ${run.detail ?? null})
+          ON CONFLICT (reference, id) DO NOTHING`,
+        sql`
+          DELETE FROM ${runs} WHERE reference = ${reference} AND id NOT IN (
+            SELECT id FROM ${runs} WHERE reference = ${reference}
+            ORDER BY COALESCE(ended, started, instant) DESC, instant DESC LIMIT ${keep})`
+      ),
+    /** Whether the run `id` is recorded (a redelivered trigger or backfill that committed already). */
+    hasRun: (reference: string, id: string): Effect.Effect<boolean, SqlError> =>
+      Effect.map(
+        sql<{ readonly id: string }>`SELECT id FROM ${runs} WHERE reference = ${reference} AND id = ${id}`,
+        (rows) => rows.length > 0
+      ),
+    history: (reference: string): Effect.Effect<ReadonlyArray<Run>, SqlError> =>
+      Effect.map(
+        sql<RawRun>`
+          SELECT instant, run_trigger, started, ended, outcome, lateness, attempts, detail FROM ${runs}
+          WHERE reference = ${reference} ORDER BY COALESCE(ended, started, instant), instant`,
+        (rows) => rows.map(toRun)
+      ),
+    lastRun: (reference: string): Effect.Effect<Run | undefined, SqlError> =>
+      Effect.map(
+        sql<RawRun>`
+          SELECT instant, run_trigger, started, ended, outcome, lateness, attempts, detail FROM ${runs}
+          WHERE reference = ${reference} ORDER BY COALESCE(ended, started, instant) DESC, instant DESC LIMIT 1`,
+        (rows) => (rows[0] === undefined ? undefined : toRun(rows[0]))
+      )
+  }
+})
+
+export type ScheduleState = Effect.Effect.Success<typeof make>
