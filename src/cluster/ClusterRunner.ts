@@ -25,6 +25,7 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as internal from "./internal/runner.js"
 
@@ -235,9 +236,38 @@ export interface Options {
   readonly tablePrefix?: string
   /** Overrides of `defaultShardingConfig` and @effect/cluster's other settings (`shardsPerGroup`, ...). */
   readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]>
+  /**
+   * Local arming (on by default): reminder occurrences and cron instants due within `window` (default twice
+   * `entityMessagePollInterval`, 2 seconds; at least the poll interval) are armed on a tickwork timer engine of this
+   * runner, which reads storage at their instant, so they are delivered then rather than at the next storage poll.
+   * Storage stays the source of truth (docs/cluster.md, "Local arming"). `false` turns it off: delivery then waits
+   * for the next poll, as with plain @effect/cluster.
+   */
+  readonly localArming?: false | { readonly window?: Duration.DurationInput }
 }
 
 const TABLE_PREFIX = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/
+
+/** The local arming window in millis (undefined: off), or an issue when the option is bad. */
+const armingWindow = (
+  localArming: Options["localArming"],
+  config: ShardingConfig.ShardingConfig["Type"],
+  issues: Array<string>
+): number | undefined => {
+  if (localArming === false) return undefined
+  const poll = Duration.decodeUnknown(config.entityMessagePollInterval)
+  const pollMillis = Option.isSome(poll) && Duration.isFinite(poll.value) ? Duration.toMillis(poll.value) : 1_000
+  if (localArming === undefined || localArming.window === undefined) return Math.max(2 * pollMillis, 1)
+  const window = Duration.decodeUnknown(localArming.window)
+  if (Option.isNone(window) || !Duration.isFinite(window.value) || Duration.toMillis(window.value) < pollMillis) {
+    issues.push(
+      `localArming.window: ${String(localArming.window)} is not a finite duration of at least ` +
+        `entityMessagePollInterval (${pollMillis} ms)`
+    )
+    return undefined
+  }
+  return Duration.toMillis(window.value)
+}
 
 const validate = (options: Options | undefined) =>
   Effect.suspend(() => {
@@ -261,15 +291,16 @@ const validate = (options: Options | undefined) =>
     if (shardsPerGroup !== undefined && !(Number.isInteger(shardsPerGroup) && shardsPerGroup > 0)) {
       issues.push(`shardingConfig.shardsPerGroup: ${shardsPerGroup} is not a positive integer`)
     }
-    if (issues.length > 0) return Effect.fail(new InvalidClusterRunnerOptions({ issues }))
     const config: ShardingConfig.ShardingConfig["Type"] = {
       ...ShardingConfig.defaults,
       ...defaultShardingConfig,
       runnerAddress: internal.runnerAddress(host, port),
       ...options?.shardingConfig
     }
+    const armingWindowMillis = armingWindow(options?.localArming, config, issues)
+    if (issues.length > 0) return Effect.fail(new InvalidClusterRunnerOptions({ issues }))
     const advisoryLocks = options?.shardingConfig?.shardLockDisableAdvisory === undefined ? "auto" : "as configured"
-    return Effect.succeed({ storage, prefix, config, advisoryLocks } as const)
+    return Effect.succeed({ storage, prefix, config, advisoryLocks, armingWindowMillis } as const)
   })
 
 const unavailable = (storage: Storage) => (reason: string) =>
@@ -316,9 +347,9 @@ export const layerStorage = (
  */
 export const layer = (options?: Options): Layer.Layer<Services, ClusterRunnerError | SocketServer.SocketServerError> =>
   Layer.unwrapEffect(
-    Effect.map(validate(options), ({ advisoryLocks, config, prefix, storage }) =>
+    Effect.map(validate(options), ({ advisoryLocks, armingWindowMillis, config, prefix, storage }) =>
       internal
-        .layerSocketRunner({ config, prefix, advisoryLocks, onUnavailable: unavailable(storage) })
+        .layerSocketRunner({ config, prefix, advisoryLocks, armingWindowMillis, onUnavailable: unavailable(storage) })
         .pipe(Layer.provideMerge(layerStorage(storage)))
     )
   )
@@ -337,6 +368,8 @@ export interface TestOptions {
   /** Default `"cluster"`. */
   readonly tablePrefix?: string
   readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]>
+  /** As `Options.localArming`: on by default, `false` turns it off. */
+  readonly localArming?: false | { readonly window?: Duration.DurationInput }
 }
 
 /**
@@ -363,8 +396,14 @@ export const layerTestRunner = (
   Layer.unwrapEffect(
     Effect.map(
       validate({ ...options, port: options?.port ?? 1, host: "test-runner" }),
-      ({ advisoryLocks, config, prefix, storage }) =>
-        internal.layerLocalRunner({ config, prefix, advisoryLocks, onUnavailable: unavailable(storage) })
+      ({ advisoryLocks, armingWindowMillis, config, prefix, storage }) =>
+        internal.layerLocalRunner({
+          config,
+          prefix,
+          advisoryLocks,
+          armingWindowMillis,
+          onUnavailable: unavailable(storage)
+        })
     )
   )
 

@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import type * as MessageStorage from "@effect/cluster/MessageStorage"
+import * as MessageStorage from "@effect/cluster/MessageStorage"
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as RunnerHealth from "@effect/cluster/RunnerHealth"
 import type * as RunnerStorage from "@effect/cluster/RunnerStorage"
@@ -30,6 +30,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import * as Arming from "./arming.js"
 
 /** Where a runner keeps its messages, shard locks and tickwork's own tables. */
 export type Storage =
@@ -130,7 +131,8 @@ export const layerSqlClient = <E>(
  */
 export const layerClusterStorage = <E>(
   prefix: string,
-  onUnavailable: (reason: string) => E
+  onUnavailable: (reason: string) => E,
+  arming?: Arming.Arming
 ): Layer.Layer<
   MessageStorage.MessageStorage | RunnerStorage.RunnerStorage,
   E,
@@ -141,8 +143,39 @@ export const layerClusterStorage = <E>(
       Cause.isInterruptedOnly(cause)
         ? Layer.failCause(cause as Cause.Cause<never>)
         : Layer.fail(onUnavailable(reasonOf(cause)))
+    ),
+    Layer.map((context) =>
+      arming === undefined
+        ? context
+        : Context.add(
+            context,
+            MessageStorage.MessageStorage,
+            arming.wrap(Context.get(context, MessageStorage.MessageStorage))
+          )
     )
   )
+
+/**
+ * A runner's layers with local arming (`arming.ts`) when `armingWindowMillis` is set: the messages storage is
+ * wrapped to scan after each read, and the arming is given the read trigger of the runner's `Sharding`.
+ */
+const withArming = <E, R>(
+  options: RunnerOptions,
+  runner: (arming: Arming.Arming | undefined) => Layer.Layer<ClusterServices, E, R>
+): Layer.Layer<ClusterServices, E, R | SqlClient.SqlClient> =>
+  options.armingWindowMillis === undefined
+    ? runner(undefined)
+    : Layer.unwrapScoped(
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const arming = yield* Arming.make(sql, options.prefix, options.armingWindowMillis!)
+          return runner(arming).pipe(
+            Layer.tap((context) =>
+              Effect.sync(() => arming.attach(Context.get(context, Sharding.Sharding).pollStorage))
+            )
+          )
+        })
+      )
 
 /**
  * The runner's sharding config. @effect/cluster 0.60.2 numbers its PostgreSQL advisory locks by shard only, not by
@@ -165,6 +198,8 @@ export interface RunnerOptions {
   readonly config: ShardingConfig.ShardingConfig["Type"]
   readonly prefix: string
   readonly advisoryLocks: "auto" | "as configured"
+  /** The local arming window; undefined turns local arming off. */
+  readonly armingWindowMillis: number | undefined
 }
 
 export type ClusterServices = Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage | Tables
@@ -182,13 +217,17 @@ export const layerSocketRunner = <E>(
     Layer.provide(Runners.layerRpc),
     Layer.provide(NodeClusterSocket.layerClientProtocol)
   )
-  return transport.pipe(
-    Layer.provide(health),
-    Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable)),
-    Layer.provide(config),
-    Layer.provide(RpcSerialization.layerMsgPack),
-    Layer.provideMerge(Layer.succeed(Tables, { prefix: options.prefix }))
-  ) as Layer.Layer<ClusterServices, E | SocketServer.SocketServerError, SqlClient.SqlClient>
+  return withArming(
+    options,
+    (arming) =>
+      transport.pipe(
+        Layer.provide(health),
+        Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable, arming)),
+        Layer.provide(config),
+        Layer.provide(RpcSerialization.layerMsgPack),
+        Layer.provideMerge(Layer.succeed(Tables, { prefix: options.prefix }))
+      ) as Layer.Layer<ClusterServices, E | SocketServer.SocketServerError, SqlClient.SqlClient>
+  )
 }
 
 /**
@@ -198,13 +237,17 @@ export const layerSocketRunner = <E>(
 export const layerLocalRunner = <E>(
   options: RunnerOptions & { readonly onUnavailable: (reason: string) => E }
 ): Layer.Layer<ClusterServices, E, SqlClient.SqlClient> =>
-  Sharding.layer.pipe(
-    Layer.provideMerge(Runners.layerNoop),
-    Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable)),
-    Layer.provide(RunnerHealth.layerNoop),
-    Layer.provide(layerShardingConfig(options)),
-    Layer.provideMerge(Layer.succeed(Tables, { prefix: options.prefix }))
-  ) as Layer.Layer<ClusterServices, E, SqlClient.SqlClient>
+  withArming(
+    options,
+    (arming) =>
+      Sharding.layer.pipe(
+        Layer.provideMerge(Runners.layerNoop),
+        Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable, arming)),
+        Layer.provide(RunnerHealth.layerNoop),
+        Layer.provide(layerShardingConfig(options)),
+        Layer.provideMerge(Layer.succeed(Tables, { prefix: options.prefix }))
+      ) as Layer.Layer<ClusterServices, E, SqlClient.SqlClient>
+  )
 
 export const runnerAddress = (host: string, port: number): Option.Option<RunnerAddress.RunnerAddress> =>
   Option.some(RunnerAddress.make(host, port))
