@@ -244,18 +244,40 @@ export interface Options {
    * for the next poll, as with plain @effect/cluster.
    */
   readonly localArming?: false | { readonly window?: Duration.DurationInput }
+  /**
+   * How long the rows of a processed message (a delivered reminder occurrence, a handled cron instant, an answered
+   * tell or ask) stay in `<prefix>_messages` and `<prefix>_replies` after its final reply (default 1 hour, at least
+   * 1 minute); every runner sweeps them away in batches. Pending messages are never touched. `false` keeps them
+   * forever, as plain @effect/cluster does.
+   */
+  readonly retention?: false | Duration.DurationInput
 }
 
 const TABLE_PREFIX = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/
 
+/** The default of `Options.retention`. */
+const DEFAULT_RETENTION_MILLIS = 60 * 60 * 1000
+
+/** The retention period in millis (undefined: kept forever), or an issue when the option is bad. */
+const retentionPeriod = (retention: Options["retention"], issues: Array<string>): number | undefined => {
+  if (retention === false) return undefined
+  if (retention === undefined) return DEFAULT_RETENTION_MILLIS
+  const decoded = Duration.decodeUnknown(retention)
+  if (Option.isNone(decoded) || !Duration.isFinite(decoded.value) || Duration.toMillis(decoded.value) < 60_000) {
+    issues.push(`retention: ${String(retention)} is not a finite duration of at least 1 minute`)
+    return undefined
+  }
+  return Duration.toMillis(decoded.value)
+}
+
 /** The local arming window in millis (undefined: off), or an issue when the option is bad. */
 const armingWindow = (
   localArming: Options["localArming"],
-  config: ShardingConfig.ShardingConfig["Type"],
+  pollInterval: Duration.DurationInput,
   issues: Array<string>
 ): number | undefined => {
   if (localArming === false) return undefined
-  const poll = Duration.decodeUnknown(config.entityMessagePollInterval)
+  const poll = Duration.decodeUnknown(pollInterval)
   const pollMillis = Option.isSome(poll) && Duration.isFinite(poll.value) ? Duration.toMillis(poll.value) : 1_000
   if (localArming === undefined || localArming.window === undefined) return Math.max(2 * pollMillis, 1)
   const window = Duration.decodeUnknown(localArming.window)
@@ -291,16 +313,19 @@ const validate = (options: Options | undefined) =>
     if (shardsPerGroup !== undefined && !(Number.isInteger(shardsPerGroup) && shardsPerGroup > 0)) {
       issues.push(`shardingConfig.shardsPerGroup: ${shardsPerGroup} is not a positive integer`)
     }
+    const pollInterval =
+      options?.shardingConfig?.entityMessagePollInterval ?? defaultShardingConfig.entityMessagePollInterval!
+    const armingWindowMillis = armingWindow(options?.localArming, pollInterval, issues)
+    const retentionMillis = retentionPeriod(options?.retention, issues)
+    if (issues.length > 0) return Effect.fail(new InvalidClusterRunnerOptions({ issues }))
     const config: ShardingConfig.ShardingConfig["Type"] = {
       ...ShardingConfig.defaults,
       ...defaultShardingConfig,
       runnerAddress: internal.runnerAddress(host, port),
       ...options?.shardingConfig
     }
-    const armingWindowMillis = armingWindow(options?.localArming, config, issues)
-    if (issues.length > 0) return Effect.fail(new InvalidClusterRunnerOptions({ issues }))
     const advisoryLocks = options?.shardingConfig?.shardLockDisableAdvisory === undefined ? "auto" : "as configured"
-    return Effect.succeed({ storage, prefix, config, advisoryLocks, armingWindowMillis } as const)
+    return Effect.succeed({ storage, prefix, config, advisoryLocks, armingWindowMillis, retentionMillis } as const)
   })
 
 const unavailable = (storage: Storage) => (reason: string) =>
@@ -347,9 +372,9 @@ export const layerStorage = (
  */
 export const layer = (options?: Options): Layer.Layer<Services, ClusterRunnerError | SocketServer.SocketServerError> =>
   Layer.unwrapEffect(
-    Effect.map(validate(options), ({ advisoryLocks, armingWindowMillis, config, prefix, storage }) =>
+    Effect.map(validate(options), ({ storage, ...runner }) =>
       internal
-        .layerSocketRunner({ config, prefix, advisoryLocks, armingWindowMillis, onUnavailable: unavailable(storage) })
+        .layerSocketRunner({ ...runner, onUnavailable: unavailable(storage) })
         .pipe(Layer.provideMerge(layerStorage(storage)))
     )
   )
@@ -370,6 +395,8 @@ export interface TestOptions {
   readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]>
   /** As `Options.localArming`: on by default, `false` turns it off. */
   readonly localArming?: false | { readonly window?: Duration.DurationInput }
+  /** As `Options.retention`: 1 hour by default, `false` keeps processed messages forever. */
+  readonly retention?: false | Duration.DurationInput
 }
 
 /**
@@ -394,16 +421,8 @@ export const layerTestRunner = (
   options?: Omit<TestOptions, "storage">
 ): Layer.Layer<Exclude<Services, SqlClient.SqlClient>, ClusterRunnerError, SqlClient.SqlClient> =>
   Layer.unwrapEffect(
-    Effect.map(
-      validate({ ...options, port: options?.port ?? 1, host: "test-runner" }),
-      ({ advisoryLocks, armingWindowMillis, config, prefix, storage }) =>
-        internal.layerLocalRunner({
-          config,
-          prefix,
-          advisoryLocks,
-          armingWindowMillis,
-          onUnavailable: unavailable(storage)
-        })
+    Effect.map(validate({ ...options, port: options?.port ?? 1, host: "test-runner" }), ({ storage, ...runner }) =>
+      internal.layerLocalRunner({ ...runner, onUnavailable: unavailable(storage) })
     )
   )
 

@@ -70,7 +70,9 @@ describe("local arming", () => {
           }
         }).pipe(
           Effect.provide(
-            grainsOn(kind).pipe(Layer.provideMerge(ClusterRunner.layerTest({ shardingConfig: POLL, localArming })))
+            grainsOn(kind).pipe(
+              Layer.provideMerge(ClusterRunner.layerTest({ shardingConfig: POLL, ...(on ? {} : { localArming }) }))
+            )
           )
         )
       })
@@ -91,7 +93,9 @@ describe("local arming", () => {
         const next = yield* Reminders.registerFor(kind, "g", "kept", wake("kept"), Reminders.after("2 seconds"))
         yield* advanceTo(next.nextDue)
         assert.deepStrictEqual(delivered, [["kept", next.nextDue]])
-      }).pipe(Effect.provide(grainsOn(kind).pipe(Layer.provideMerge(ClusterRunner.layerTest({ shardingConfig: POLL })))))
+      }).pipe(
+        Effect.provide(grainsOn(kind).pipe(Layer.provideMerge(ClusterRunner.layerTest({ shardingConfig: POLL }))))
+      )
     })
   )
 
@@ -105,7 +109,9 @@ describe("local arming", () => {
           yield* ClusterScheduler.scheduleWithCron(
             "* * * * * ?",
             (fire) =>
-              Effect.sync(() => lateness.push([DateTime.formatIso(fire.instant), DateTime.toEpochMillis(fire.instant)])),
+              Effect.sync(() =>
+                lateness.push([DateTime.formatIso(fire.instant), DateTime.toEpochMillis(fire.instant)])
+              ),
             ClusterScheduler.withTimerReference("every-second")
           )
           const first = Math.ceil((base + 1) / 1_000) * 1_000
@@ -116,7 +122,10 @@ describe("local arming", () => {
             assert.deepStrictEqual(lateness.slice(i), [[iso(instant), instant]], `start ${start}, instant ${i}`)
           }
           const history = yield* historyOf("every-second")
-          assert.deepStrictEqual(history, lateness.map(([at]) => at))
+          assert.deepStrictEqual(
+            history,
+            lateness.map(([at]) => at)
+          )
         }).pipe(
           Effect.scoped,
           Effect.provide(ClusterRunner.layerTest({ shardingConfig: POLL })),

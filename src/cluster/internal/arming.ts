@@ -34,6 +34,7 @@ import * as Fiber from "effect/Fiber"
 import type * as Scope from "effect/Scope"
 import { isolated } from "../../internal/logContext.js"
 import { TimerDriver, TimerEntry, type TimerLabel } from "../../internal/timerDriver.js"
+import { booleanLiteral } from "./retention.js"
 
 /** How many distinct due times one scan arms at most (the window holds at most one per millisecond anyway). */
 const SCAN_LIMIT = 10_000
@@ -125,7 +126,7 @@ class ArmingImpl implements Arming {
       sql<{ readonly deliver_at: number | string | bigint }>`
         SELECT DISTINCT deliver_at FROM ${sql(this.messagesTable)}
         WHERE ${sql.in("shard_id", shards)}
-        AND processed = ${sql.literal(sql.onDialectOrElse({ mssql: () => "0", orElse: () => "FALSE" }))}
+        AND processed = ${booleanLiteral(sql, false)}
         AND deliver_at > ${now} AND deliver_at <= ${now + this.windowMillis}
         ORDER BY deliver_at LIMIT ${SCAN_LIMIT}`,
       (rows) => rows.map((row) => Number(row.deliver_at))

@@ -31,6 +31,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as Arming from "./arming.js"
+import * as Retention from "./retention.js"
 
 /** Where a runner keeps its messages, shard locks and tickwork's own tables. */
 export type Storage =
@@ -156,22 +157,37 @@ export const layerClusterStorage = <E>(
   )
 
 /**
- * A runner's layers with local arming (`arming.ts`) when `armingWindowMillis` is set: the messages storage is
- * wrapped to scan after each read, and the arming is given the read trigger of the runner's `Sharding`.
+ * A runner's layers with what tickwork adds to @effect/cluster's: local arming (`arming.ts`) when
+ * `armingWindowMillis` is set (the messages storage is wrapped to scan after each read, and the arming is given the
+ * read trigger of the runner's `Sharding`), and the retention sweeper (`retention.ts`) when `retentionMillis` is.
  */
-const withArming = <E, R>(
+const withRunnerServices = <E, R>(
   options: RunnerOptions,
   runner: (arming: Arming.Arming | undefined) => Layer.Layer<ClusterServices, E, R>
 ): Layer.Layer<ClusterServices, E, R | SqlClient.SqlClient> =>
-  options.armingWindowMillis === undefined
+  options.armingWindowMillis === undefined && options.retentionMillis === undefined
     ? runner(undefined)
     : Layer.unwrapScoped(
         Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
-          const arming = yield* Arming.make(sql, options.prefix, options.armingWindowMillis!)
+          const scope = yield* Effect.scope
+          const arming =
+            options.armingWindowMillis === undefined
+              ? undefined
+              : yield* Arming.make(sql, options.prefix, options.armingWindowMillis)
+          const retentionMillis = options.retentionMillis
           return runner(arming).pipe(
             Layer.tap((context) =>
-              Effect.sync(() => arming.attach(Context.get(context, Sharding.Sharding).pollStorage))
+              Effect.gen(function* () {
+                arming?.attach(Context.get(context, Sharding.Sharding).pollStorage)
+                if (retentionMillis === undefined) return
+                // After the runner: its storage has created the tables the sweeper indexes.
+                const sweeper = yield* Effect.orDie(Retention.make(sql, options.prefix, retentionMillis))
+                yield* Effect.forkIn(
+                  sweeper.run.pipe(Effect.annotateLogs({ module: "ClusterRunner", fiber: "retention" })),
+                  scope
+                )
+              })
             )
           )
         })
@@ -200,6 +216,8 @@ export interface RunnerOptions {
   readonly advisoryLocks: "auto" | "as configured"
   /** The local arming window; undefined turns local arming off. */
   readonly armingWindowMillis: number | undefined
+  /** How long processed messages are kept; undefined keeps them forever. */
+  readonly retentionMillis: number | undefined
 }
 
 export type ClusterServices = Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage | Tables
@@ -217,7 +235,7 @@ export const layerSocketRunner = <E>(
     Layer.provide(Runners.layerRpc),
     Layer.provide(NodeClusterSocket.layerClientProtocol)
   )
-  return withArming(
+  return withRunnerServices(
     options,
     (arming) =>
       transport.pipe(
@@ -237,7 +255,7 @@ export const layerSocketRunner = <E>(
 export const layerLocalRunner = <E>(
   options: RunnerOptions & { readonly onUnavailable: (reason: string) => E }
 ): Layer.Layer<ClusterServices, E, SqlClient.SqlClient> =>
-  withArming(
+  withRunnerServices(
     options,
     (arming) =>
       Sharding.layer.pipe(
