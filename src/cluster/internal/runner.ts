@@ -181,10 +181,18 @@ const withRunnerServices = <E, R>(
               Effect.gen(function* () {
                 arming?.attach(Context.get(context, Sharding.Sharding).pollStorage)
                 if (retentionMillis === undefined) return
-                // After the runner: its storage has created the tables the sweeper indexes.
-                const sweeper = yield* Effect.orDie(Retention.make(sql, options.prefix, retentionMillis))
+                // After the runner: its storage has created the tables the sweeper indexes. A storage that fails
+                // here delays retention (retried every minute), never the runner.
+                const sweeper = Retention.make(sql, options.prefix, retentionMillis).pipe(
+                  Effect.tapErrorCause((cause) =>
+                    Effect.logWarning("retention: could not prepare the sweeper, retrying in a minute", cause)
+                  ),
+                  Effect.retry(Schedule.spaced("1 minute"))
+                )
                 yield* Effect.forkIn(
-                  sweeper.run.pipe(Effect.annotateLogs({ module: "ClusterRunner", fiber: "retention" })),
+                  Effect.flatMap(sweeper, (ready) => ready.run).pipe(
+                    Effect.annotateLogs({ module: "ClusterRunner", fiber: "retention" })
+                  ),
                   scope
                 )
               })
