@@ -249,8 +249,8 @@ export interface RemindersService {
     schedule: ReminderSchedule
   ) => Effect.Effect<ReminderInfo, RegisterError>
   /**
-   * Registers (or replaces) many reminders of grain kind `kind` in one transaction: all or none. Every registration is
-   * checked first; the first bad one fails the batch before anything is written.
+   * Registers (or replaces) many reminders of grain kind `kind`, all or none: every registration is checked first
+   * (the first bad one fails the batch before anything is written), the rows go in one transaction.
    */
   readonly registerMany: (
     kind: KindWire,
@@ -362,6 +362,18 @@ const nextOccurrence = (row: ReminderSql.ReminderRow, due: number, now: number):
   return undefined
 }
 
+/** A checked registration: the grain's key and the row to write. */
+interface Prepared {
+  readonly key: string
+  readonly row: ReminderSql.ReminderRow
+}
+
+/** A reminder's identity within a kind. */
+const idOf = (key: string, name: string): string => JSON.stringify([key, name])
+
+/** Occurrences of a batch sent at once (each is one statement; PostgreSQL runs them on several connections). */
+const SEND_CONCURRENCY = 16
+
 const toInfo = (row: ReminderSql.ReminderRow): ReminderInfo => ({
   name: row.name,
   nextDue: row.nextDue,
@@ -435,34 +447,54 @@ export const layer = (
         })
 
       /**
-       * The rows and their first occurrences in one transaction (one commit): the rows first, since an occurrence
-       * that arrives before its row would be dropped as stale. If a send fails the transaction rolls back, and the
-       * reminders they were to replace are as they were (their occurrences still persisted, their generations
-       * current again).
+       * The rows first (one statement, or one transaction of multi-row statements for a batch), since an occurrence
+       * that arrives before its row would be dropped as stale; then the first occurrences. The sends stay outside the
+       * transaction: a send can wait for the runner to acquire the grain's shard, which takes SQL of its own (on
+       * SQLite, the one connection a transaction would hold). If a send fails, the rows are taken back so no
+       * reminder is listed that will never fire, and the reminders they were to replace are put back as they were
+       * (their occurrences are still persisted, their generations current again).
        */
-      const write = (
-        kind: KindWire,
-        prepared: ReadonlyArray<{ readonly key: string; readonly row: ReminderSql.ReminderRow }>
-      ) =>
-        sql
-          .withTransaction(
-            Effect.zipRight(
-              prepared.length === 1
-                ? table.upsert(kind.name, prepared[0]!.key, prepared[0]!.row)
-                : table.upsertMany(kind.name, prepared),
+      const write = (kind: KindWire, prepared: ReadonlyArray<Prepared>) =>
+        Effect.gen(function* () {
+          const previous = yield* storage("register")(
+            prepared.length === 1
+              ? Effect.map(table.get(kind.name, prepared[0]!.key, prepared[0]!.row.name), (row) =>
+                  row === undefined ? [] : [{ key: prepared[0]!.key, row }]
+                )
+              : table.byKeys(kind.name, Array.from(new Set(prepared.map(({ key }) => key))))
+          )
+          const replaced = new Map(previous.map((entry) => [idOf(entry.key, entry.row.name), entry.row]))
+          yield* storage("register")(
+            prepared.length === 1
+              ? table.upsert(kind.name, prepared[0]!.key, prepared[0]!.row)
+              : sql.withTransaction(table.upsertMany(kind.name, prepared))
+          )
+          yield* Effect.forEach(
+            prepared,
+            ({ key, row }) =>
+              sendOccurrence(
+                kind,
+                key,
+                new ReminderDelivery({ name: row.name, generation: row.generation, due: row.nextDue })
+              ),
+            { discard: true, concurrency: SEND_CONCURRENCY }
+          ).pipe(
+            withSharding,
+            Effect.tapError(() =>
               Effect.forEach(
                 prepared,
                 ({ key, row }) =>
-                  sendOccurrence(
-                    kind,
-                    key,
-                    new ReminderDelivery({ name: row.name, generation: row.generation, due: row.nextDue })
+                  Effect.ignore(
+                    Effect.flatMap(table.remove(kind.name, key, row.name, row.generation), (removed) => {
+                      const before = replaced.get(idOf(key, row.name))
+                      return removed && before !== undefined ? table.upsert(kind.name, key, before) : Effect.void
+                    })
                   ),
                 { discard: true }
-              ).pipe(withSharding)
+              )
             )
           )
-          .pipe(Effect.catchTag("SqlError", (cause) => new ReminderStorageError({ operation: "register", cause })))
+        })
 
       const register: RemindersService["register"] = (kind, key, name, message, schedule) =>
         Effect.gen(function* () {
@@ -477,8 +509,8 @@ export const layer = (
           // Every registration is checked before anything is written: bad input registers nothing.
           const prepared = yield* Effect.forEach(registrations, (registration) => prepare(kind, now, registration))
           // The same (key, name) twice: the later one wins, as registering twice in a row would.
-          const unique = new Map<string, { readonly key: string; readonly row: ReminderSql.ReminderRow }>()
-          for (const entry of prepared) unique.set(JSON.stringify([entry.key, entry.row.name]), entry)
+          const unique = new Map<string, Prepared>()
+          for (const entry of prepared) unique.set(idOf(entry.key, entry.row.name), entry)
           if (unique.size > 0) yield* write(kind, Array.from(unique.values()))
           return prepared.map((entry) => toInfo(entry.row))
         })
@@ -710,10 +742,11 @@ export const listFor = (
   Effect.flatMap(Reminders, (service) => service.list(kind, key))
 
 /**
- * From anywhere on a runner with the service: registers (or replaces) many reminders of grains of one kind in one
- * transaction, all or none. Each registration is checked first (the same typed errors as `registerFor`); the first
- * bad one fails the whole batch and nothing is written. The same (key, name) twice in a batch: the later one wins.
- * Succeeds with the registered reminders, in the order given.
+ * From anywhere on a runner with the service: registers (or replaces) many reminders of grains of one kind, all or
+ * none. Each registration is checked first (the same typed errors as `registerFor`); the first bad one fails the
+ * whole batch and nothing is written. The rows are written in one transaction, then the first occurrences are sent;
+ * if a send fails, the batch's rows are taken back and the reminders they replaced restored. The same (key, name)
+ * twice in a batch: the later one wins. Succeeds with the registered reminders, in the order given.
  *
  * @example
  * ```ts
