@@ -45,8 +45,6 @@ export interface Arming {
   readonly wrap: (storage: MessageStorage.MessageStorage["Type"]) => MessageStorage.MessageStorage["Type"]
   /** Gives the arming the runner's read trigger (`Sharding.pollStorage`), once Sharding exists. */
   readonly attach: (poll: Effect.Effect<void>) => void
-  /** Due times armed now (tests and the bench). */
-  readonly armed: () => number
 }
 
 /** One due time: opens the runner's storage read loop when it fires. */
@@ -81,8 +79,6 @@ class ArmingImpl implements Arming {
     private readonly messagesTable: string,
     private readonly windowMillis: number
   ) {}
-
-  readonly armed = (): number => this.byDue.size
 
   readonly attach = (poll: Effect.Effect<void>): void => {
     this.poll = poll
