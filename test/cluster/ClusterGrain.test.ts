@@ -382,16 +382,16 @@ describe("ClusterGrain", () => {
   })
 
   describe("bad input", () => {
-    it.effect("a kind no runner registers is a prompt UnknownGrainKind, for tell and ask", () => {
+    it.effect("a kind no runner registers is a prompt UnknownClusterGrainKind, for tell and ask", () => {
       const { kind } = makeSubject()
       const { kind: other } = makeSubject({ name: "unregistered" })
       return Effect.gen(function* () {
         yield* TestClock.adjust(1)
         const told = yield* Effect.flip(ClusterGrain.tell(other, "a", { _tag: "Tick", label: "x" }))
-        assert.strictEqual(told._tag, "UnknownGrainKind")
+        assert.strictEqual(told._tag, "UnknownClusterGrainKind")
         assert.include(told.message, "unregistered/a")
         const asked = yield* Effect.flip(ClusterGrain.ask(other, "a", { _tag: "Echo", text: "x" }))
-        assert.strictEqual(asked._tag, "UnknownGrainKind")
+        assert.strictEqual(asked._tag, "UnknownClusterGrainKind")
       }).pipe(Effect.provide(runner([kind])))
     })
 
