@@ -208,7 +208,7 @@ const makeKind = <Msg, A, E, R>(
  * @category constructors
  */
 export function make<Msg, MI, R, A = void, AI = void>(
-  grain: Grain<Msg, any, any, R>,
+  grain: Grain<Msg, any, unknown, R>,
   options: Options<Msg, MI, A, AI, unknown, unknown> & { readonly error?: undefined }
 ): ClusterGrain<Msg, A, unknown, R>
 /**
@@ -230,11 +230,11 @@ export function make<Msg, MI, R, A = void, AI = void>(
  * @category constructors
  */
 export function make<Msg, MI, R, A, AI, E, EI>(
-  grain: Grain<Msg, any, any, R>,
+  grain: Grain<Msg, any, unknown, R>,
   options: Options<Msg, MI, A, AI, E, EI> & { readonly error: Schema.Schema<E, EI> }
 ): ClusterGrain<Msg, A, E, R>
 export function make<Msg, MI, R, A, AI, E, EI>(
-  grain: Grain<Msg, any, any, R>,
+  grain: Grain<Msg, any, unknown, R>,
   options: Options<Msg, MI, A, AI, E, EI>
 ): ClusterGrain<Msg, A, E, R> | ClusterGrain<Msg, A, unknown, R> {
   const message = internal.onWire(options.message)
