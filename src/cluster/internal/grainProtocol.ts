@@ -286,7 +286,10 @@ export const guardedSend = <Msg, A, E, B, EB, E2>(
  */
 const defectToError = (grain: string, defect: unknown): InvalidGrainMessage | InvalidGrainReply | DefectPassthrough => {
   if (Predicate.isTagged(defect, "MalformedMessage")) {
-    return new InvalidGrainMessage({ grain, issue: String(Predicate.hasProperty(defect, "cause") ? defect.cause : undefined) })
+    return new InvalidGrainMessage({
+      grain,
+      issue: String(Predicate.hasProperty(defect, "cause") ? defect.cause : undefined)
+    })
   }
   if (defect instanceof Error && defect.name === "MalformedMessage") {
     return new InvalidGrainMessage({ grain, issue: defect.message })
