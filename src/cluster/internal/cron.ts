@@ -43,8 +43,10 @@ import * as PrimaryKey from "effect/PrimaryKey"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import { recordsSpans } from "../../internal/tracing.js"
 import * as QuartzCron from "../../QuartzCron.js"
 import { createTables, Tables } from "./runner.js"
+import { countAttempt, cronInstantSpan } from "./spans.js"
 
 export class FirePayload extends Schema.Class<FirePayload>("tickwork/ClusterScheduler/Fire")({
   instant: Schema.Number,
@@ -233,7 +235,10 @@ export const register = <E, R>(
 
     /** `execute` with the services it was registered with, in the transaction of the caller's fiber. */
     const run = (fire: Fire) =>
-      Effect.scoped(definition.execute(fire)).pipe(Effect.provide(context)) as Effect.Effect<unknown, E>
+      Effect.zipRight(
+        countAttempt,
+        Effect.scoped(definition.execute(fire)).pipe(Effect.provide(context))
+      ) as Effect.Effect<unknown, E>
 
     const fire = (payload: FirePayload) =>
       Effect.gen(function* () {
@@ -298,7 +303,10 @@ export const register = <E, R>(
         Effect.annotateLogs({ module: "ClusterScheduler", reference })
       )
 
-    yield* sharding.registerEntity(entity, Effect.succeed(entity.of({ fire: (request) => fire(request.payload) })), {
+    const traced = recordsSpans(yield* Effect.tracer)
+    const handle = (payload: FirePayload) =>
+      traced ? cronInstantSpan(reference, payload.instant, fire(payload)) : fire(payload)
+    yield* sharding.registerEntity(entity, Effect.succeed(entity.of({ fire: (request) => handle(request.payload) })), {
       maxIdleTime: "5 seconds"
     })
 

@@ -31,7 +31,9 @@ import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import { ActorSystem } from "../../ActorSystem.js"
 import { type Grain, InvalidGrainKind, UnknownGrainKind } from "../../Grain.js"
+import { systemOf } from "../../internal/actorSystem.js"
 import { type GrainAskError, GrainRegistry, idOf, resolveKinds } from "../../internal/grain.js"
+import type { TickTracing } from "../../internal/tracing.js"
 import * as Passivation from "../../Passivation.js"
 import { Reminders } from "../Reminders.js"
 import {
@@ -52,6 +54,7 @@ import {
   type UnknownClusterGrainKind,
   unregisterLocalKind
 } from "./grainProtocol.js"
+import { reminderSpan } from "./spans.js"
 
 /** A kind this runner hosts: its wire and the entity's idle time. */
 export interface HostedKind<in out Msg, in out A, in out E> extends KindWire<Msg, A, E> {
@@ -194,15 +197,21 @@ export const resolveHostedKinds = (
   return resolveKinds(kinds.map((kind) => kind.grain))
 }
 
+/** What the kinds of one host share. */
+interface Host {
+  readonly registry: GrainRegistry
+  readonly sharding: Sharding["Type"]
+  /** Per activation, where its keep-alive changes go. */
+  readonly keepAliveSinks: Map<string, (enabled: boolean) => void>
+  readonly reminders: Option.Option<Reminders["Type"]>
+  /** The actor system's tracing when it makes spans (a span per reminder occurrence), else undefined. */
+  readonly tracing: TickTracing | undefined
+}
+
 /** Registers `kind` as an entity whose handlers forward to the grain's local activation. */
-const hostKind = <Msg, A, E>(
-  kind: HostedKind<Msg, A, E>,
-  registry: GrainRegistry,
-  sharding: Sharding["Type"],
-  keepAliveSinks: Map<string, (enabled: boolean) => void>,
-  reminders: Option.Option<Reminders["Type"]>
-) =>
+const hostKind = <Msg, A, E>(kind: HostedKind<Msg, A, E>, host: Host) =>
   Effect.gen(function* () {
+    const { registry, sharding, keepAliveSinks, reminders, tracing } = host
     registerLocalKind(sharding, kind)
     yield* Effect.addFinalizer(() => Effect.sync(() => unregisterLocalKind(sharding, kind.name)))
     const logged = (what: string, key: string) => (error: GrainAskError) =>
@@ -242,12 +251,16 @@ const hostKind = <Msg, A, E>(
             })
           ),
         Touch: () => Effect.void,
-        Remind: (request: { readonly payload: ReminderDelivery }) =>
-          Option.isSome(reminders)
+        Remind: (request: { readonly payload: ReminderDelivery }) => {
+          const delivered = Option.isSome(reminders)
             ? reminders.value.deliver(kind, key, request.payload, (message) => tracked(message, "a reminder"))
             : Effect.logError(
                 `reminder "${request.payload.name}" for grain ${kind.name}/${key} arrived on a runner without the Reminders service; it is dropped`
               )
+          return tracing === undefined
+            ? delivered
+            : reminderSpan(tracing, `${kind.name}/${key}`, request.payload, delivered)
+        }
       })
     })
     yield* sharding.registerEntity(kind.entity, build, { maxIdleTime: kind.maxIdleTime, concurrency: 1 })
@@ -296,6 +309,8 @@ export const layer = <R>(
         keepAliveChanged: (identity, enabled) => keepAliveSinks.get(idOf(identity.kind, identity.key))?.(enabled)
       })
 
-      for (const kind of kinds) yield* hostKind(kind, registry, sharding, keepAliveSinks, reminders)
+      const tickTracing = systemOf(system)?.tracing
+      const tracing = tickTracing?.enabled === true ? tickTracing : undefined
+      for (const kind of kinds) yield* hostKind(kind, { registry, sharding, keepAliveSinks, reminders, tracing })
     })
   )
