@@ -33,6 +33,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
@@ -43,6 +44,7 @@ import * as PrimaryKey from "effect/PrimaryKey"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import * as Tracer from "effect/Tracer"
 import { recordsSpans } from "../../internal/tracing.js"
 import * as QuartzCron from "../../QuartzCron.js"
 import { createTables, Tables } from "./runner.js"
@@ -156,7 +158,8 @@ export const register = <E, R>(
     const sharding = yield* Sharding.Sharding
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const tables = yield* tableNames
-    const context = yield* Effect.context<R>()
+    // The services `execute` was registered with, without the registering code's span: an instant is no part of its trace.
+    const context = Context.omit(Tracer.ParentSpan)(yield* Effect.context<R>())
     const { reference, cron } = definition
     const entity = makeEntity(reference)
     const makeClient = yield* sharding.makeClient(entity)
