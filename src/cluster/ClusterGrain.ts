@@ -17,6 +17,7 @@
  *
  * @since 0.1.0
  */
+import type * as Entity from "@effect/cluster/Entity"
 import type { Sharding } from "@effect/cluster/Sharding"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -59,9 +60,7 @@ export type TypeId = typeof TypeId
  * @since 0.1.0
  * @category models
  */
-export interface ClusterGrain<in out Msg, in out A = void, in out E = unknown, out R = never>
-  extends Pipeable,
-    host.HostedKind<Msg, A, E> {
+export interface ClusterGrain<in out Msg, in out A = void, in out E = unknown, out R = never> extends Pipeable {
   readonly [TypeId]: TypeId
   readonly name: string
   /** The grain kind; its state type is its own (`any`: the cluster never sees it). */
@@ -75,8 +74,32 @@ export interface ClusterGrain<in out Msg, in out A = void, in out E = unknown, o
   readonly maxIdleTime: Duration.Duration | undefined
   readonly persisted: boolean
   /** The entity the kind became: tell, ask, touch and reminder delivery, typed by `Msg`, `A` and `E`. */
-  readonly entity: internal.GrainEntity<Msg, A, E>
+  readonly entity: Entity.Entity<string, GrainRpcs<Msg, A, E>>
 }
+
+/**
+ * The entity protocol a cluster grain kind becomes: `Tell` and `Ask` carry a `Msg`, `Ask` succeeds with an `A` (or
+ * undefined) and fails with the kind's wire failure (its `E` for `ctx.err`), `Touch` refreshes the entity's idle time,
+ * `Remind` delivers a reminder occurrence. A kind's `entity.client` is typed by it.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { Grain } from "tickwork"
+ * import { ClusterGrain } from "tickwork/cluster"
+ *
+ * const Echo = ClusterGrain.make(
+ *   Grain.make<string>()({ name: "echo", onReceive: (ctx) => ctx.reply(ctx.message) }),
+ *   { message: Schema.String, reply: Schema.String }
+ * )
+ * // the entity's own client, typed by the protocol: Ask takes a string and succeeds with string | undefined
+ * const raw = Effect.flatMap(Echo.entity.client, (client) => client("e-1").Ask({ message: "hi" }))
+ * ```
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type GrainRpcs<Msg, A, E> = internal.GrainRpcs<Msg, A, E>
 
 /**
  * Any cluster grain kind, each with its own types: what `layer` takes.
