@@ -509,6 +509,21 @@ describe("ClusterGrain", () => {
       })
     )
 
+    it.effect("a key that is not a non-empty string is InvalidGrainKey for tell and ask, and nothing is sent", () => {
+      const { events, kind } = makeSubject()
+      return Effect.gen(function* () {
+        yield* TestClock.adjust(1)
+        for (const key of ["", undefined, 42] as ReadonlyArray<unknown> as ReadonlyArray<string>) {
+          const told = yield* Effect.flip(ClusterGrain.tell(kind, key, { _tag: "Tick", label: "x" }))
+          assert.strictEqual(told._tag, "InvalidGrainKey", String(key))
+          const asked = yield* Effect.flip(ClusterGrain.ask(kind, key, { _tag: "Echo", text: "x" }))
+          assert.strictEqual(asked._tag, "InvalidGrainKey", String(key))
+          assert.include(asked.message, "a grain key must be a non-empty string")
+        }
+        assert.deepStrictEqual(events, [], "no grain was activated")
+      }).pipe(Effect.provide(runner([kind])))
+    })
+
     it.effect("a bad ask or send timeout is InvalidTimerDelay, and nothing is sent", () => {
       const { events, kind } = makeSubject()
       return Effect.gen(function* () {

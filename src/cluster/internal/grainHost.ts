@@ -30,9 +30,9 @@ import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import { ActorSystem } from "../../ActorSystem.js"
-import { type Grain, InvalidGrainKind, UnknownGrainKind } from "../../Grain.js"
+import { type Grain, type InvalidGrainKey, InvalidGrainKind, UnknownGrainKind } from "../../Grain.js"
 import { systemOf } from "../../internal/actorSystem.js"
-import { type GrainAskError, GrainRegistry, idOf, resolveKinds } from "../../internal/grain.js"
+import { type GrainAskError, GrainRegistry, idOf, keyProblem, resolveKinds } from "../../internal/grain.js"
 import type { TickTracing } from "../../internal/tracing.js"
 import * as Passivation from "../../Passivation.js"
 import { Reminders } from "../Reminders.js"
@@ -63,6 +63,7 @@ export interface HostedKind<in out Msg, in out A, in out E> extends KindWire<Msg
 
 /** What a send from a client can fail with, besides its timeout and the rpc's own errors. */
 export type ClientError =
+  | InvalidGrainKey
   | UnknownClusterGrainKind
   | InvalidGrainMessage
   | InvalidGrainReply
@@ -70,7 +71,7 @@ export type ClientError =
   | AlreadyProcessingMessage
   | PersistenceError
 
-/** Checks the message, then sends it with the kind's entity client through `rpc`. */
+/** Checks the key (as `Grains` does: a non-empty string) and the message, then sends it through `rpc`. */
 const send = <Msg, A, E, B, EB, T>(
   kind: KindWire<Msg, A, E>,
   key: string,
@@ -79,7 +80,11 @@ const send = <Msg, A, E, B, EB, T>(
   onTimeout: () => T,
   rpc: (client: GrainClient<Msg, A, E>) => Effect.Effect<B, EB>
 ): Effect.Effect<B, EB | T | ClientError, Sharding> =>
-  Effect.zipRight(encodeMessage(kind, key, message), guardedSend(kind, key, timeout, onTimeout, rpc))
+  Effect.suspend((): Effect.Effect<B, EB | T | ClientError, Sharding> => {
+    const invalid = keyProblem(kind.grain, key)
+    if (invalid !== undefined) return Effect.fail(invalid)
+    return Effect.zipRight(encodeMessage(kind, key, message), guardedSend(kind, key, timeout, onTimeout, rpc))
+  })
 
 /** Client side: tell. */
 export const tell = <Msg, A, E>(
@@ -168,7 +173,7 @@ export type AnyHostedKind = HostedKind<any, any, any>
  * The kinds by name, each checked as `Grains.layer` checks its kinds (`resolveKinds`), and the problem `make` left on
  * a cluster grain (`problemOf`, an unusable `maxIdleTime`): a kind the host cannot run is an `InvalidGrainKind`.
  */
-export const resolveHostedKinds = (
+const resolveHostedKinds = (
   kinds: ReadonlyArray<AnyHostedKind>,
   problemOf: (kind: AnyHostedKind) => InvalidGrainKind | undefined
 ): Either.Either<ReadonlyMap<string, Grain<any, any, any, any>>, InvalidGrainKind> => {
