@@ -495,8 +495,9 @@ type KindRequirements<Kinds extends ReadonlyArray<Any>> =
 /**
  * Hosts cluster grain kinds on this runner: registers each as an entity with `Sharding`, and runs their
  * activations on the `ActorSystem`. Provide the same kinds on every runner of a shard group. If a `Reminders`
- * service is in context, reminders of these kinds are delivered here. Kind names must be unique (a duplicate
- * throws).
+ * service is in context, reminders of these kinds are delivered here. The kinds are checked first, as `Grains.layer`
+ * checks local ones: a duplicate name, a value not made by `make`, an unusable `maxIdleTime` or kind passivation fails
+ * the layer with `Grain.InvalidGrainKind` (its `field` says which) and nothing is hosted.
  *
  * @example
  * ```ts
