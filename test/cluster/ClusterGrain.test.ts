@@ -426,6 +426,35 @@ describe("ClusterGrain", () => {
       }).pipe(Effect.provide(runner([kind])))
     })
 
+    it("a kind's entity protocol and client are typed by its message, reply and error types", () => {
+      const kind = ClusterGrain.make(Grain.make<string>()({ name: "typed", onReceive: (ctx) => ctx.reply(1) }), {
+        message: Schema.String,
+        reply: Schema.Number,
+        error: Schema.Literal("refused")
+      })
+      const asked: Effect.Effect<number | undefined, ClusterGrain.AskError, Sharding.Sharding> = ClusterGrain.ask(
+        kind,
+        "k",
+        "hello"
+      )
+      const raw = Effect.flatMap(kind.entity.client, (client) => client("k").Ask({ message: "hello" }))
+      const failure = Effect.flip(raw).pipe(
+        Effect.map((error) => {
+          if (error._tag !== "ReplyError") return undefined
+          const refused: "refused" = error.error
+          // @ts-expect-error: the ctx.err value is the kind's E, not anything
+          const other: number = error.error
+          return [refused, other]
+        })
+      )
+      // @ts-expect-error: a message that is not the kind's Msg does not compile
+      const wrong = () => ClusterGrain.tell(kind, "k", 42)
+      // @ts-expect-error: nor through the entity's own client
+      const wrongRaw = Effect.flatMap(kind.entity.client, (client) => client("k").Tell({ message: 42 }))
+      assert.isTrue(Effect.isEffect(asked) && Effect.isEffect(failure) && Effect.isEffect(wrongRaw))
+      assert.isFunction(wrong)
+    })
+
     it("a grain made a cluster grain twice throws (a programmer mistake)", () => {
       const grain = Grain.make<string>()({ name: "twice", onReceive: () => Effect.void })
       const kind = ClusterGrain.make(grain, { message: Schema.String })
