@@ -158,7 +158,8 @@ export const register = <E, R>(
     const sharding = yield* Sharding.Sharding
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const tables = yield* tableNames
-    // The services `execute` was registered with, without the registering code's span: an instant is no part of its trace.
+    // The services `execute` was registered with, without the registering code's span: an instant is no part of
+    // that trace (docs/design-choices.md, "Ticks carry no diagnostic context").
     const context = Context.omit(Tracer.ParentSpan)(yield* Effect.context<R>())
     const { reference, cron } = definition
     const entity = makeEntity(reference)
