@@ -14,7 +14,14 @@ import { ActorSystem } from "./ActorSystem.js"
 import type { Grain, InvalidGrainKey, InvalidGrainKind, UnknownGrainKind } from "./Grain.js"
 import type { TimerInfo } from "./GrainTimers.js"
 import { askTimeoutMillis } from "./internal/askTimeout.js"
-import { type GrainAskError, GrainRegistry, keyProblem, passivationProblem, resolveKinds } from "./internal/grain.js"
+import {
+  type GrainAskError,
+  GrainRegistry,
+  keyProblem,
+  passivationProblem,
+  registerService,
+  resolveKinds
+} from "./internal/grain.js"
 import { describeValue } from "./internal/validate.js"
 import * as Passivation from "./Passivation.js"
 import type { InvalidTimerDelay } from "./TimerError.js"
@@ -210,6 +217,7 @@ export const layer = <const Kinds extends ReadonlyArray<Grain<any, any, any, any
         isActive: (kind, key) => Effect.sync(() => registry.isActive(kind, key)),
         activations: Effect.sync(() => registry.size)
       }
+      registerService(service, registry)
       return service
     })
   )

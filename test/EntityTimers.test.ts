@@ -1,19 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import {
-  DateTime,
-  type Duration,
-  Effect,
-  type Exit,
-  Fiber,
-  Layer,
-  Metric,
-  Option,
-  Random,
-  type Scope,
-  TestClock
-} from "effect"
-import { ActorRef, ActorSystem, Metrics } from "tickwork"
-import { TestProbe } from "tickwork/testkit"
+import { DateTime, type Duration, Effect, Fiber, Layer, Metric, Option, Random, type Scope, TestClock } from "effect"
+import { ActorSystem, Metrics } from "tickwork"
+import { TestProbe, TestSystem } from "tickwork/testkit"
 import * as Deadline from "../src/Deadline.js"
 import * as Entity from "../src/Entity.js"
 import * as EntityTimers from "../src/EntityTimers.js"
@@ -21,7 +9,7 @@ import * as GameClock from "../src/GameClock.js"
 import { systemOf } from "../src/internal/actorSystem.js"
 import { type CapturedLog, captureLogs, makeStallClock } from "./utils.js"
 
-const SystemLive = ActorSystem.layer({ name: "entity-timers" })
+const SystemLive = TestSystem.layer({ name: "entity-timers" })
 
 interface Model {
   readonly ticks: number
@@ -33,15 +21,10 @@ type Cmd =
   | { readonly _tag: "Tick"; readonly label: string }
   | { readonly _tag: "Slow"; readonly label: string; readonly millis: number }
   | { readonly _tag: "Boom" }
-  | {
-      readonly _tag: "Do"
-      readonly f: (ctx: Ctx) => Effect.Effect<unknown, unknown>
-      readonly replyTo: ActorRef.ActorRef<Exit.Exit<unknown, unknown>>
-    }
 
 const tick = (label: string): Cmd => ({ _tag: "Tick", label })
 
-/** A kind whose commands report "<id>:<label>" to the probe; `Do` runs code inside the entity. */
+/** A kind whose commands report "<id>:<label>" to the probe. */
 const makeKind = (
   probe: TestProbe.TestProbe<string>,
   timers: ReadonlyArray<EntityTimersDecl> = [],
@@ -55,12 +38,7 @@ const makeKind = (
       Tick: (cmd, model, ctx) => Effect.as(probe.ref.tell(`${ctx.id}:${cmd.label}`), { ticks: model.ticks + 1 }),
       Slow: (cmd, model, ctx) =>
         probe.ref.tell(`${ctx.id}:${cmd.label}`).pipe(Effect.zipRight(Effect.sleep(cmd.millis)), Effect.as(model)),
-      Boom: () => Effect.die("boom"),
-      Do: (cmd, model, ctx) =>
-        Effect.exit(cmd.f(ctx)).pipe(
-          Effect.flatMap((exit) => cmd.replyTo.tell(exit)),
-          Effect.as(model)
-        )
+      Boom: () => Effect.die("boom")
     },
     timers: timers.map((t) => ({
       name: t.name,
@@ -85,14 +63,7 @@ interface EntityTimersDecl {
 
 /** Runs `f` inside entity `id` and returns its result (or fails with its error). */
 const inEntity = <A, E>(registry: Entity.EntityRegistry<Cmd>, id: string, f: (ctx: Ctx) => Effect.Effect<A, E>) =>
-  ActorRef.ask(registry.ref(id), (replyTo: ActorRef.ActorRef<Exit.Exit<unknown, unknown>>) => ({
-    _tag: "Do" as const,
-    f,
-    replyTo
-  })).pipe(
-    Effect.orDie,
-    Effect.flatMap((exit) => exit as Exit.Exit<A, E>)
-  )
+  TestSystem.inside(TestSystem.entity<Model, Cmd>(registry, id), f)
 
 const arrivals = (probe: TestProbe.TestProbe<string>) =>
   Effect.map(probe.receiveAll, (all) => all.map((r) => `${r.message}@${r.at}`))
@@ -134,7 +105,7 @@ describe("declarative periodic timers", () => {
         if (at + 60_000 <= 150_000) assert.strictEqual(r.at, at + 60_000)
       }
       assert.strictEqual(all.length, sorted.filter((at) => at + 60_000 <= 150_000).length)
-    }).pipe(Effect.scoped, Effect.provide(SystemLive), Effect.withRandom(Random.make("spread")))
+    }).pipe(Effect.scoped, Effect.provide(TestSystem.layer({ name: "entity-timers", seed: "spread" })))
   )
 
   it.effect("the bounds are exact: U = 0 gives interval/2, U → 1 stays below 3·interval/2", () =>
@@ -148,7 +119,10 @@ describe("declarative periodic timers", () => {
       yield* probe.receiveAll
       yield* TestClock.adjust("1500 millis")
       assert.deepStrictEqual(yield* arrivals(probe), ["low:poll@500", "high:poll@1499", "low:poll@1500"])
-    }).pipe(Effect.scoped, Effect.provide(SystemLive), Effect.withRandom(Random.fixed([0, 0.999999])))
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestSystem.layer({ name: "entity-timers", random: Random.fixed([0, 0.999999]) }))
+    )
   )
 
   it.effect("the same seed gives the same first delays (randomness comes from Effect's Random)", () =>
@@ -164,7 +138,7 @@ describe("declarative periodic timers", () => {
           yield* probe.receiveAll
           yield* TestClock.adjust("15 seconds")
           return yield* arrivals(probe)
-        }).pipe(Effect.scoped, Effect.provide(Layer.fresh(SystemLive)), Effect.withRandom(Random.make(42)))
+        }).pipe(Effect.scoped, Effect.provide(TestSystem.layer({ name: "entity-timers", seed: 42 })))
       )
       const first = yield* run
       const second = yield* Effect.zipRight(TestClock.setTime(0), run)
@@ -294,7 +268,7 @@ describe("programmatic periodic timers", () => {
       yield* TestClock.adjust("3 seconds")
       // U = 0.25: 500 + 0.25·1000
       assert.deepStrictEqual(yield* arrivals(probe), ["e:start@0", "e:t@750", "e:t@1750", "e:t@2750"])
-    }).pipe(Effect.scoped, Effect.provide(SystemLive), Effect.withRandom(Random.fixed([0.25])))
+    }).pipe(Effect.scoped, Effect.provide(TestSystem.layer({ name: "entity-timers", random: Random.fixed([0.25]) })))
   )
 
   it.effect("timer commands are handled by the command handlers; the handle cancels the timer", () =>
@@ -542,7 +516,9 @@ describe("drops are always reported", () => {
 
   /** Runs `body` in a system whose logs are captured; the drop warnings and the drops counted meanwhile. */
   const reported = <A, E>(
-    body: (logs: ReadonlyArray<CapturedLog>) => Effect.Effect<A, E, ActorSystem.ActorSystem | Scope.Scope>
+    body: (
+      logs: ReadonlyArray<CapturedLog>
+    ) => Effect.Effect<A, E, ActorSystem.ActorSystem | Scope.Scope | TestSystem.TestSystem>
   ) =>
     Effect.gen(function* () {
       const { layer, logs } = captureLogs()
@@ -707,7 +683,10 @@ describe("bad input", () => {
       assert.deepStrictEqual(yield* arrivals(probe), [], "nothing at 0 ms")
       yield* TestClock.adjust(1)
       assert.deepStrictEqual(yield* arrivals(probe), ["low:t@1", "high:t@1"])
-    }).pipe(Effect.scoped, Effect.provide(SystemLive), Effect.withRandom(Random.fixed([0, 0.999999])))
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestSystem.layer({ name: "entity-timers", random: Random.fixed([0, 0.999999]) }))
+    )
   )
 
   it.effect("a periodic timer whose command has no handler is InvalidCommand (it used to fail at every tick)", () =>
@@ -783,8 +762,7 @@ describe("bad input", () => {
             commands: {
               Tick: (_cmd, model) => Effect.succeed(model),
               Slow: (_cmd, model) => Effect.succeed(model),
-              Boom: (_cmd, model) => Effect.succeed(model),
-              Do: (_cmd, model) => Effect.succeed(model)
+              Boom: (_cmd, model) => Effect.succeed(model)
             },
             timers: [
               EntityTimers.pollDeadline<Model, Cmd>({

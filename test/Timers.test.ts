@@ -1,18 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
-import { type Clock, Duration, Effect, type Exit, Layer, Metric, Schedule, TestClock } from "effect"
-import { Actor, ActorRef, ActorSystem, Metrics, type Timers } from "tickwork"
-import { TestProbe } from "tickwork/testkit"
+import { type Clock, Duration, Effect, Layer, Schedule, TestClock } from "effect"
+import { Actor, type ActorRef, ActorSystem, type Timers } from "tickwork"
+import { TestProbe, TestSystem } from "tickwork/testkit"
 import { makeStallClock } from "./utils.js"
 
-/** Commands run inside the actor against its context; ticks are forwarded to a probe with their label. */
-type Msg =
-  | { readonly _tag: "Tick"; readonly label: string }
-  | {
-      readonly _tag: "Do"
-      readonly f: (ctx: Actor.ActorContext<Msg>) => Effect.Effect<unknown, unknown>
-      readonly replyTo: ActorRef.ActorRef<Exit.Exit<unknown, unknown>>
-    }
-  | { readonly _tag: "Fail"; readonly afterMillis: number }
+/** Ticks are forwarded to a probe with their label. */
+type Msg = { readonly _tag: "Tick"; readonly label: string } | { readonly _tag: "Fail"; readonly afterMillis: number }
 
 const tick = (label: string): Msg => ({ _tag: "Tick", label })
 
@@ -32,7 +25,7 @@ const TimerActor = (probe: TestProbe.TestProbe<string>, options: Options = {}) =
         Effect.sync(() => ++incarnations),
         () => (options.preStart === undefined ? Effect.void : Effect.orDie(options.preStart(ctx)))
       ),
-    receive: (msg, ctx, incarnation) => {
+    receive: (msg, _ctx, incarnation) => {
       switch (msg._tag) {
         case "Tick":
           return probe.ref
@@ -41,11 +34,6 @@ const TimerActor = (probe: TestProbe.TestProbe<string>, options: Options = {}) =
               Effect.zipRight(options.slowMillis === undefined ? Effect.void : Effect.sleep(options.slowMillis)),
               Effect.as(incarnation)
             )
-        case "Do":
-          return Effect.exit(msg.f(ctx)).pipe(
-            Effect.flatMap((exit) => msg.replyTo.tell(exit)),
-            Effect.as(incarnation)
-          )
         case "Fail":
           return Effect.zipRight(Effect.sleep(msg.afterMillis), Effect.die("boom"))
       }
@@ -56,14 +44,7 @@ const TimerActor = (probe: TestProbe.TestProbe<string>, options: Options = {}) =
 
 /** Runs `f` inside the actor and returns its result (or fails with its error). */
 const inActor = <A, E>(ref: ActorRef.ActorRef<Msg>, f: (timers: Timers.TimerScheduler<Msg>) => Effect.Effect<A, E>) =>
-  ActorRef.ask(ref, (replyTo: ActorRef.ActorRef<Exit.Exit<unknown, unknown>>) => ({
-    _tag: "Do" as const,
-    f: (ctx: Actor.ActorContext<Msg>) => f(ctx.timers),
-    replyTo
-  })).pipe(
-    Effect.orDie,
-    Effect.flatMap((exit) => exit as Exit.Exit<A, E>)
-  )
+  TestSystem.inside(ref, (ctx) => f(ctx.timers))
 
 const setup = (options: Options = {}) =>
   Effect.gen(function* () {
@@ -75,7 +56,7 @@ const setup = (options: Options = {}) =>
 const labels = (probe: TestProbe.TestProbe<string>) =>
   Effect.map(probe.receiveAll, (all) => all.map((r) => `${r.message}:${r.at}`))
 
-const SystemLive = ActorSystem.layer({ name: "timers" })
+const SystemLive = TestSystem.layer({ name: "timers" })
 
 describe("context.timers", () => {
   it.effect("startSingleTimer delivers once, exactly after the delay", () =>
@@ -294,8 +275,6 @@ describe("context.timers", () => {
   it.effect("stale tick after cancel: a tick already queued is dropped, never handled", () =>
     Effect.gen(function* () {
       const { probe, ref } = yield* setup()
-      const stale = Metric.value(Metrics.ticksDropped("stale"))
-      const staleBefore = (yield* stale).count
       yield* inActor(ref, (t) => t.startSingleTimer("once", tick("once"), "110 millis"))
       yield* TestClock.adjust("100 millis")
       // A 50 ms command runs from 100 to 150; the tick fires at 110 and waits behind it; then the command cancels.
@@ -305,7 +284,11 @@ describe("context.timers", () => {
       yield* TestClock.adjust("100 millis")
       assert.isTrue(yield* cancelled, "cancel returns true while the tick is queued but unhandled")
       yield* probe.expectNoMessage("1 second")
-      assert.strictEqual((yield* stale).count - staleBefore, 1)
+      assert.deepStrictEqual(yield* TestSystem.counts(ref, "once"), {
+        delivered: 0,
+        dropped: { stale: 1, mailbox_full: 0, owner_stopped: 0, missed: 0 },
+        stale: 1
+      })
     }).pipe(Effect.provide(SystemLive))
   )
 
@@ -466,20 +449,19 @@ describe("context.timers", () => {
 
   it.effect("a full bounded mailbox drops ticks (counted) and the timer keeps firing", () =>
     Effect.gen(function* () {
-      const full = Metric.value(Metrics.ticksDropped("mailbox_full"))
-      const before = (yield* full).count
       const { probe, ref } = yield* setup({ slowMillis: 1000, mailboxCapacity: 2 })
+      const full = Effect.map(TestSystem.counts(ref, "fr"), (counts) => counts.dropped.mailbox_full)
       yield* inActor(ref, (t) => t.startTimerAtFixedRate("fr", tick("fr"), "100 millis"))
       // handling starts at 100 and runs until 1100; the ticks of 200 and 300 fill the mailbox, 400..1000 are dropped
       yield* TestClock.adjust("1 second")
-      assert.strictEqual((yield* full).count - before, 7)
+      assert.strictEqual(yield* full, 7)
       yield* TestClock.adjust("1 second")
       // 1100: the queued 200 runs (until 2100); the 1100 tick takes the freed slot; the timer never stopped
       assert.deepStrictEqual(
         (yield* probe.receiveAll).map((r) => r.at),
         [100, 1100]
       )
-      assert.strictEqual((yield* full).count - before, 7 + 9)
+      assert.strictEqual(yield* full, 7 + 9)
     }).pipe(Effect.provide(SystemLive))
   )
 })

@@ -12,6 +12,7 @@ import * as DateTime from "effect/DateTime"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import { pipeArguments } from "effect/Pipeable"
 import * as Predicate from "effect/Predicate"
@@ -47,6 +48,7 @@ import type { TimerInfo } from "../Timers.js"
 import { type ActorCell, type CellRef, cellOf, type TimerTable } from "./actorCell.js"
 import { withHooks } from "./actorHooks.js"
 import { spawnOwned } from "./actorSystem.js"
+import { RunInside } from "./cellProtocol.js"
 import { delayMillis, intervalMillis, periodMillis } from "./duration.js"
 import { currentState, GameClockState } from "./entityGameClock.js"
 import { missedWarning, OneShotEntry, PeriodicEntry, randomizedFirstDelay, type TimerOwner } from "./entityTimers.js"
@@ -755,7 +757,32 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
   }
 
   deadLetter(message: unknown): void {
-    if (message !== SLEEP && message !== SESSION_START) this.system.deadLetters.unsafeTell(message)
+    if (message instanceof RunInside) message.reply(Exit.die(new Error(`entity ${this.kind} could not run it`)))
+    else if (message !== SLEEP && message !== SESSION_START) this.system.deadLetters.unsafeTell(message)
+  }
+
+  /**
+   * The testkit's `inside`: runs `f` with the context and model of entity `id` (woken if it sleeps), in its mailbox
+   * order, and gives its outcome back; the model is not changed.
+   */
+  inside<A, E>(id: string, f: (context: EntityContext<Model, Cmd>, model: Model) => Effect.Effect<A, E>) {
+    return Effect.async<Exit.Exit<A, E>>((resume) => {
+      const reply = (exit: Exit.Exit<unknown, unknown>) => resume(Effect.succeed(exit as Exit.Exit<A, E>))
+      const entry = new RunInside((actorContext) => {
+        const inc = cellOf(actorContext).state as Incarnation<Model, Cmd>
+        return f(inc.context, inc.model)
+      }, reply)
+      const problem = idProblem(this.kind, id)
+      if (problem !== undefined) reply(Exit.die(problem))
+      else if (this.route(id, entry, undefined) !== "delivered") {
+        reply(Exit.die(new Error(`entity ${this.kind}/${id} could not be reached`)))
+      }
+    })
+  }
+
+  /** The actor cell of entity `id`'s incarnation, when it is awake. */
+  cellOf(id: string): ActorCell | undefined {
+    return this.entries.get(id)?.cell
   }
 
   // ---------------------------------------------------------------- timers

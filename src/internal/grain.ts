@@ -88,6 +88,20 @@ export interface RegistryHooks {
 /** The idle-passivation check, delivered as the activation actor's receive timeout. */
 const PASSIVATE = Symbol.for("tickwork/Grain/passivate")
 
+/** A message that only activates the grain (the testkit's way in): handled without `onReceive`. */
+const ACTIVATE = Symbol.for("tickwork/Grain/activate")
+
+/** The registry behind each `Grains` service (the testkit reaches activations through it). */
+const registries = new WeakMap<object, GrainRegistry>()
+
+/** Remembers the registry behind a `Grains` service. */
+export const registerService = (service: object, registry: GrainRegistry): void => {
+  registries.set(service, registry)
+}
+
+/** The registry behind a `Grains` service, when it is a single-process one. */
+export const registryOf = (service: object): GrainRegistry | undefined => registries.get(service)
+
 type Signal =
   | { readonly _tag: "reply"; readonly value: unknown }
   | { readonly _tag: "err"; readonly error: unknown }
@@ -153,7 +167,7 @@ const checkOptions = (
  * One activation of a grain, and the book of its timers by reference (a base class: see `TimerBook`). What most
  * activations never use is made on first use: the message lists, the latch `awaitGone` waits on.
  */
-class Activation extends TimerBook<string, GrainTimer> implements TimerOwner {
+export class Activation extends TimerBook<string, GrainTimer> implements TimerOwner {
   phase: "activating" | "active" | "deactivating" | "gone" = "activating"
   /** Messages for the next activation: arrived while this one deactivated. */
   pending: Array<GrainEnvelope> | undefined = undefined
@@ -238,6 +252,10 @@ class Activation extends TimerBook<string, GrainTimer> implements TimerOwner {
         : Effect.void
     }
     const envelope = entry as GrainEnvelope
+    if (envelope.message === ACTIVATE) {
+      if (envelope.reply !== undefined) Deferred.unsafeDone(envelope.reply, Effect.void)
+      return Effect.void
+    }
     return this.process(envelope.message, envelope.reply, envelope.asked, false)
   }
 
@@ -419,6 +437,26 @@ class Activation extends TimerBook<string, GrainTimer> implements TimerOwner {
 
   listTimers(): ReadonlyArray<TimerInfo> {
     return this.timerList().map((timer) => timer.info())
+  }
+
+  /** The testkit's `inside`: `f` with the activation's props and state, on its fiber, in its mailbox order. */
+  runInside(f: (props: GrainProps<unknown>, state: unknown) => Effect.Effect<unknown, unknown>) {
+    return Effect.suspend(() =>
+      this.phase === "active" ? f(this.props, this.state) : Effect.die(this.undeliverable())
+    )
+  }
+
+  /**
+   * The testkit's `fireTimer` (Orleans' `FireTimer`): `onReceive` runs now with the timer's message as a tick; the
+   * timer's own schedule does not move.
+   */
+  fireNow(reference: string): Effect.Effect<void, ScheduledReferenceNotFound> {
+    return Effect.suspend(() => {
+      const timer = this.getTimer(reference)
+      if (timer === undefined) return Effect.fail(new ScheduledReferenceNotFound({ reference }))
+      if (timer.keepAlive) this.touch()
+      return this.handleTick(timer)
+    })
   }
 }
 
@@ -700,6 +738,32 @@ export class GrainRegistry {
 
   isActive(kind: Grain<any, any, any, any>, key: string): boolean {
     return this.activations.get(kind.name, key)?.phase === "active"
+  }
+
+  /**
+   * The actor cell of the activation of (kind, key), activated first when there is none (the testkit reaches a grain
+   * so). Dies when it cannot be activated.
+   */
+  cellOf(kind: Grain<any, any, any, any>, key: string): Effect.Effect<ActorCell, UnknownGrainKind> {
+    return Effect.suspend(() =>
+      Either.match(this.kindOf(kind), {
+        onLeft: Effect.fail,
+        onRight: (registered) => {
+          const current = this.activations.get(kind.name, key)
+          if (current?.cell !== undefined && current.phase !== "deactivating") return Effect.succeed(current.cell)
+          // activate it (or wait for the next activation) with a message that does nothing
+          return Effect.zipRight(
+            this.tellTracked(registered, key, ACTIVATE),
+            Effect.suspend(() => {
+              const cell = this.activations.get(kind.name, key)?.cell
+              return cell === undefined
+                ? Effect.dieMessage(`grain ${kind.name}/${key} could not be activated`)
+                : Effect.succeed(cell)
+            })
+          ).pipe(Effect.catchAll((error) => Effect.die(error)))
+        }
+      })
+    )
   }
 
   private deliver(kind: Grain<any, any, any, any>, key: string, envelope: GrainEnvelope): Effect.Effect<void> {

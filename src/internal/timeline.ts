@@ -6,7 +6,7 @@
 import type { DropReason } from "../Metrics.js"
 import type { EngineObserver, TimerEntry, TimerLabel } from "./timerDriver.js"
 
-/** One line of the timeline. */
+/** One line of the timeline: what happened to a timer, when, and to whom (`TestSystem.TimelineEvent`). */
 export interface TimelineEvent {
   /** The clock's time, epoch millis. */
   readonly at: number
@@ -41,6 +41,7 @@ const label = (entry: TimerEntry): TimerLabel => {
 export class Timeline implements EngineObserver {
   private readonly ring: Array<TimelineEvent> = []
   private readonly counts = new Map<string, TimerCounts>()
+  private pushed = 0
 
   constructor(
     private readonly now: () => number,
@@ -51,6 +52,7 @@ export class Timeline implements EngineObserver {
     const { kind, key, owner } = label(entry)
     const line: TimelineEvent = { at: this.now(), event, kind, key, owner, due, detail }
     this.ring.push(line)
+    this.pushed++
     if (this.ring.length > this.capacity) this.ring.splice(0, this.ring.length - this.capacity)
     return line
   }
@@ -91,12 +93,15 @@ export class Timeline implements EngineObserver {
     return this.ring.slice(Math.max(0, this.ring.length - n))
   }
 
-  /** The counts of `owner`'s timer `key` (every key of the owner when `key` is undefined). */
-  countsOf(owner: string, key: string | undefined): TimerCounts {
+  /**
+   * The counts of `owner`'s timer `key` (every key of the owner when `key` is undefined; every owner when `owner` is
+   * undefined too).
+   */
+  countsOf(owner: string | undefined, key: string | undefined): TimerCounts {
     const total: TimerCounts = { delivered: 0, stale: 0, mailbox_full: 0, owner_stopped: 0, missed: 0 }
     for (const [id, counts] of this.counts) {
       const [o, k] = id.split("\u0000")
-      if (o !== owner || (key !== undefined && k !== key)) continue
+      if ((owner !== undefined && o !== owner) || (key !== undefined && k !== key)) continue
       total.delivered += counts.delivered
       total.stale += counts.stale
       total.mailbox_full += counts.mailbox_full
@@ -104,6 +109,16 @@ export class Timeline implements EngineObserver {
       total.missed += counts.missed
     }
     return total
+  }
+
+  /** Lines recorded so far, in all (the ring keeps the last `capacity`): a mark to read what came after it. */
+  get recorded(): number {
+    return this.pushed
+  }
+
+  /** The lines recorded after `mark` (a `recorded` read earlier) that the ring still holds. */
+  since(mark: number): ReadonlyArray<TimelineEvent> {
+    return this.lines(Math.min(this.ring.length, this.pushed - mark))
   }
 
   clear(): void {

@@ -203,6 +203,22 @@ export class TimerQueue<E extends QueueEntry> {
     return near === undefined || (window !== undefined && window < near) ? window : near
   }
 
+  /**
+   * The whole millisecond the earliest pending entry fires at, exactly: the entries of a far window are read (the
+   * testkit's `advanceToNext`; the driver never calls it).
+   */
+  earliestDue(): number | undefined {
+    const near = this.near.heap.peekDue()
+    const window = this.far.heap.peek()
+    if (window === undefined || (near !== undefined && near <= window.due * WINDOW)) return near
+    let earliest = near ?? Number.POSITIVE_INFINITY
+    for (let i = window.head; i < window.items.length; i++) {
+      const entry = window.items[i]
+      if (entry !== undefined) earliest = Math.min(earliest, Math.ceil(this.dueOf(entry)))
+    }
+    return earliest
+  }
+
   /** The first millisecond of the earliest window not fully opened; undefined when there is none. */
   nextWindowStart(): number | undefined {
     const window = this.far.heap.peekDue()

@@ -1,5 +1,6 @@
 /**
- * The tickwork testkit: `TestProbe` and `TestClock` helpers.
+ * The tickwork testkit: `TestSystem` (a system for one test, its timers and timeline), `TestProbe` and `TestClock`
+ * helpers.
  *
  * @since 0.1.0
  */
@@ -7,4 +8,8 @@
 /** @since 0.1.0 */
 export * as TestProbe from "./TestProbe.js"
 /** @since 0.1.0 */
+export * as TestSystem from "./TestSystem.js"
+/** @since 0.1.0 */
 export * as TestTimers from "./TestTimers.js"
+/** @since 0.1.0 */
+export * as TimerArbitraries from "./TimerArbitraries.js"

@@ -40,25 +40,5 @@ describe("the timeline (what the testkit records)", () => {
       )
     }).pipe(Effect.provide(ActorSystem.layer({ name: "timeline" })))
   )
-
-  it.effect("a tick that went stale is recorded as stale and counted", () =>
-    Effect.gen(function* () {
-      const system = yield* ActorSystem.ActorSystem
-      const timeline = systemOf(system)!.recordTimeline(100)
-      const Worker = Actor.make<"tick" | "slow-then-cancel">()({
-        preStart: (ctx) => Effect.orDie(ctx.timers.startTimerAtFixedRate("beat", "tick", "100 millis")),
-        receive: (msg, ctx) =>
-          msg === "slow-then-cancel"
-            ? Effect.zipRight(Effect.sleep("250 millis"), ctx.timers.cancel("beat"))
-            : Effect.void
-      })
-      const ref = yield* system.spawn(Worker, "worker")
-      yield* TestClock.adjust("50 millis")
-      yield* ref.tell("slow-then-cancel") // busy 50..300: the ticks at 100, 200 and 300 queue, then it cancels
-      yield* TestClock.adjust("400 millis")
-      const counts = timeline.countsOf("/user/worker", undefined)
-      assert.deepStrictEqual(counts, { delivered: 0, stale: 3, mailbox_full: 0, owner_stopped: 0, missed: 0 })
-      assert.strictEqual(timeline.lines().filter((line) => line.event === "stale").length, 3)
-    }).pipe(Effect.provide(ActorSystem.layer({ name: "timeline" })))
-  )
+  // the stale ticks of a cancelled timer, counted per owner and key: test/testkit/TestSystem.test.ts (counts)
 })
