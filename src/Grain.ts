@@ -184,7 +184,8 @@ export const make =
 export const isGrain = (u: unknown): u is Grain<unknown, unknown, unknown, unknown> => Predicate.hasProperty(u, TypeId)
 
 /**
- * The grain kind is not registered in the `Grains` layer.
+ * The grain kind is not registered in the `Grains` layer. From inside a cluster grain, `tellGrain` fails with it too
+ * when the kind is not a cluster grain or no runner can take the message; `detail` then says which.
  *
  * @example
  * ```ts
@@ -196,9 +197,15 @@ export const isGrain = (u: unknown): u is Grain<unknown, unknown, unknown, unkno
  * @since 0.1.0
  * @category errors
  */
-export class UnknownGrainKind extends Data.TaggedError("UnknownGrainKind")<{ readonly kind: string }> {
+export class UnknownGrainKind extends Data.TaggedError("UnknownGrainKind")<{
+  readonly kind: string
+  /** Why the kind cannot be reached, when it is not simply missing from the `Grains` layer. */
+  readonly detail?: string
+}> {
   override get message(): string {
-    return `grain kind "${this.kind}" is not registered in the Grains layer`
+    return this.detail === undefined
+      ? `grain kind "${this.kind}" is not registered in the Grains layer`
+      : `grain kind "${this.kind}" cannot be reached: ${this.detail}`
   }
 }
 

@@ -35,6 +35,7 @@ import * as QuartzCron from "../QuartzCron.js"
 import type { InvalidCronExpression, InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
 import type { ClusterGrain, SendError } from "./ClusterGrain.js"
 import {
+  type AnyKindWire,
   DEFAULT_SEND_TIMEOUT,
   encodeMessage,
   type GrainSendTimeout,
@@ -44,7 +45,7 @@ import {
   localKind,
   ReminderDelivery,
   sendTimedOut,
-  UnknownGrainKind
+  UnknownClusterGrainKind
 } from "./internal/grainProtocol.js"
 import * as ReminderSql from "./internal/reminderSql.js"
 import { Tables } from "./internal/runner.js"
@@ -241,11 +242,11 @@ export interface Registration<Msg> {
  */
 export interface RemindersService {
   /** Registers (or replaces) reminder `name` of grain (kind, key). */
-  readonly register: (
-    kind: KindWire,
+  readonly register: <Msg, A, E>(
+    kind: KindWire<Msg, A, E>,
     key: string,
     name: string,
-    message: unknown,
+    message: Msg,
     schedule: ReminderSchedule
   ) => Effect.Effect<ReminderInfo, RegisterError>
   /**
@@ -253,24 +254,24 @@ export interface RemindersService {
    * (the first bad one fails the batch before anything is written), the rows go in one transaction.
    */
   readonly registerMany: (
-    kind: KindWire,
+    kind: AnyKindWire,
     registrations: Iterable<Registration<unknown>>
   ) => Effect.Effect<ReadonlyArray<ReminderInfo>, RegisterError>
   /** Removes reminder `name`; true when it existed. An occurrence already persisted is dropped when it arrives. */
-  readonly unregister: (kind: KindWire, key: string, name: string) => Effect.Effect<boolean, ReminderStorageError>
+  readonly unregister: (kind: AnyKindWire, key: string, name: string) => Effect.Effect<boolean, ReminderStorageError>
   /** The grain's reminders, by name. */
-  readonly list: (kind: KindWire, key: string) => Effect.Effect<ReadonlyArray<ReminderInfo>, ReminderStorageError>
+  readonly list: (kind: AnyKindWire, key: string) => Effect.Effect<ReadonlyArray<ReminderInfo>, ReminderStorageError>
   /** The cluster grain kind `name` if `ClusterGrain.layer` hosts it on this runner. */
-  readonly hostedKind: (name: string) => KindWire | undefined
+  readonly hostedKind: (name: string) => AnyKindWire | undefined
   /**
    * Entity side: checks an arriving occurrence against the table, hands the message to `handle`, then schedules
    * the next occurrence (or removes a one-shot).
    */
-  readonly deliver: (
-    kind: KindWire,
+  readonly deliver: <Msg, A, E>(
+    kind: KindWire<Msg, A, E>,
     key: string,
     delivery: ReminderDelivery,
-    handle: (message: unknown) => Effect.Effect<void>
+    handle: (message: Msg) => Effect.Effect<void>
   ) => Effect.Effect<void>
 }
 
@@ -383,17 +384,13 @@ const toInfo = (row: ReminderSql.ReminderRow): ReminderInfo => ({
 })
 
 /** Sends one occurrence as a persisted self-message of the grain. */
-const sendOccurrence = (
-  kind: KindWire,
+const sendOccurrence = <Msg, A, E>(
+  kind: KindWire<Msg, A, E>,
   key: string,
   delivery: ReminderDelivery
 ): Effect.Effect<void, SendError | GrainSendTimeout, Sharding> =>
-  guardedSend(
-    kind,
-    key,
-    DEFAULT_SEND_TIMEOUT,
-    sendTimedOut(kind, key, DEFAULT_SEND_TIMEOUT),
-    (client): Effect.Effect<void, SendError> => client.Remind(delivery, { discard: true })
+  guardedSend(kind, key, DEFAULT_SEND_TIMEOUT, sendTimedOut(kind, key, DEFAULT_SEND_TIMEOUT), (client) =>
+    client.Remind(delivery, { discard: true })
   )
 
 /**
@@ -427,7 +424,7 @@ export const layer = (
       const withSharding = Effect.provideService(Sharding, sharding)
 
       /** Checks one registration and makes its row and first occurrence; nothing is written. */
-      const prepare = (kind: KindWire, now: number, registration: Registration<unknown>) =>
+      const prepare = (kind: AnyKindWire, now: number, registration: Registration<unknown>) =>
         Effect.gen(function* () {
           const { key, message, name, schedule } = registration
           if (typeof name !== "string" || name.length === 0) return yield* new InvalidReminderName({ name })
@@ -454,7 +451,7 @@ export const layer = (
        * reminder is listed that will never fire, and the reminders they were to replace are put back as they were
        * (their occurrences are still persisted, their generations current again).
        */
-      const write = (kind: KindWire, prepared: ReadonlyArray<Prepared>) =>
+      const write = (kind: AnyKindWire, prepared: ReadonlyArray<Prepared>) =>
         Effect.gen(function* () {
           const previous = yield* storage("register")(
             prepared.length === 1
@@ -562,11 +559,14 @@ export const layer = (
   )
 
 /** The cluster grain hosting the grain behind `props`. */
-const hostedKind = (service: RemindersService, props: GrainProps<any>): Effect.Effect<KindWire, UnknownGrainKind> => {
+const hostedKind = (
+  service: RemindersService,
+  props: GrainProps<never>
+): Effect.Effect<AnyKindWire, UnknownClusterGrainKind> => {
   const kind = service.hostedKind(props.identity.kind)
   return kind === undefined
     ? Effect.fail(
-        new UnknownGrainKind({
+        new UnknownClusterGrainKind({
           kind: props.identity.kind,
           key: props.identity.key,
           detail: "reminders are for cluster grains hosted by ClusterGrain.layer on this runner"
@@ -630,9 +630,9 @@ export const register = <Msg>(
  * @category combinators
  */
 export const unregister = (
-  props: GrainProps<any>,
+  props: GrainProps<never>,
   name: string
-): Effect.Effect<boolean, ReminderStorageError | UnknownGrainKind, Reminders> =>
+): Effect.Effect<boolean, ReminderStorageError | UnknownClusterGrainKind, Reminders> =>
   Effect.flatMap(Reminders, (service) =>
     Effect.flatMap(hostedKind(service, props), (kind) => service.unregister(kind, props.identity.key, name))
   )
@@ -656,8 +656,8 @@ export const unregister = (
  * @category combinators
  */
 export const list = (
-  props: GrainProps<any>
-): Effect.Effect<ReadonlyArray<ReminderInfo>, ReminderStorageError | UnknownGrainKind, Reminders> =>
+  props: GrainProps<never>
+): Effect.Effect<ReadonlyArray<ReminderInfo>, ReminderStorageError | UnknownClusterGrainKind, Reminders> =>
   Effect.flatMap(Reminders, (service) =>
     Effect.flatMap(hostedKind(service, props), (kind) => service.list(kind, props.identity.key))
   )
@@ -681,8 +681,8 @@ export const list = (
  * @since 0.1.0
  * @category combinators
  */
-export const registerFor = <Msg>(
-  kind: ClusterGrain<Msg, any, any, any>,
+export const registerFor = <Msg, A, E>(
+  kind: ClusterGrain<Msg, A, E, unknown>,
   key: string,
   name: string,
   message: NoInfer<Msg>,
@@ -709,8 +709,8 @@ export const registerFor = <Msg>(
  * @since 0.1.0
  * @category combinators
  */
-export const unregisterFor = (
-  kind: ClusterGrain<any, any, any, any>,
+export const unregisterFor = <Msg, A, E>(
+  kind: ClusterGrain<Msg, A, E, unknown>,
   key: string,
   name: string
 ): Effect.Effect<boolean, ReminderStorageError, Reminders> =>
@@ -735,8 +735,8 @@ export const unregisterFor = (
  * @since 0.1.0
  * @category combinators
  */
-export const listFor = (
-  kind: ClusterGrain<any, any, any, any>,
+export const listFor = <Msg, A, E>(
+  kind: ClusterGrain<Msg, A, E, unknown>,
   key: string
 ): Effect.Effect<ReadonlyArray<ReminderInfo>, ReminderStorageError, Reminders> =>
   Effect.flatMap(Reminders, (service) => service.list(kind, key))
@@ -772,8 +772,8 @@ export const listFor = (
  * @since 0.1.0
  * @category combinators
  */
-export const registerManyFor = <Msg>(
-  kind: ClusterGrain<Msg, any, any, any>,
+export const registerManyFor = <Msg, A, E>(
+  kind: ClusterGrain<Msg, A, E, unknown>,
   registrations: Iterable<Registration<NoInfer<Msg>>>
 ): Effect.Effect<ReadonlyArray<ReminderInfo>, RegisterError, Reminders> =>
   Effect.flatMap(Reminders, (service) => service.registerMany(kind, registrations))

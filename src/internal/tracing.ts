@@ -15,6 +15,22 @@ import * as Tracer from "effect/Tracer"
 /** Effect's default tracer: spans it makes go nowhere, so a system with it makes none. */
 const nativeTracer: Tracer.Tracer = Effect.runSync(Effect.tracer)
 
+/** True when `tracer` records spans somewhere: anything but Effect's default, whose spans go nowhere. */
+export const recordsSpans = (tracer: Tracer.Tracer): boolean => tracer !== nativeTracer
+
+/**
+ * `effect` in a root span `name`: no parent, whatever span the caller runs in, so work that fires later never joins
+ * the trace of the code that armed it. No stack trace per span: it would cost more than a tick, and the attributes
+ * say where the span comes from.
+ */
+export const rootSpan = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  name: string,
+  attributes: Record<string, unknown>,
+  links: ReadonlyArray<Tracer.SpanLink> = []
+): Effect.Effect<A, E, R> =>
+  Effect.withSpan(effect, name, { root: true, kind: "internal", captureStackTrace: false, attributes, links })
+
 /** `"auto"` (the default): spans when a tracer other than Effect's default is installed around the system. */
 export type SpansOption = "auto" | "always" | "never"
 
@@ -43,7 +59,7 @@ export class TickTracing {
     spans: SpansOption,
     readonly linkToArming: boolean
   ) {
-    this.enabled = spans === "always" || (spans === "auto" && tracer !== nativeTracer)
+    this.enabled = spans === "always" || (spans === "auto" && recordsSpans(tracer))
   }
 
   /** A copy of `tick` due at `instant` was queued (or is handled now). */
@@ -101,14 +117,12 @@ export class TickTracing {
     if (dropped !== undefined) attributes["tickwork.timer.dropped"] = dropped
     if (extra !== undefined) Object.assign(attributes, extra)
     const link = this.linkToArming ? this.armedBy.get(timer) : undefined
-    return Effect.withSpan(effect, `tickwork.${subject.kind}`, {
-      root: true,
-      kind: "internal",
-      // a stack trace per tick would cost more than the tick: the span's attributes say where it comes from
-      captureStackTrace: false,
+    return rootSpan(
+      effect,
+      `tickwork.${subject.kind}`,
       attributes,
-      links: link === undefined ? [] : [{ _tag: "SpanLink", span: link, attributes: { "tickwork.link": "armed by" } }]
-    }) as Effect.Effect<A, E, R>
+      link === undefined ? [] : [{ _tag: "SpanLink", span: link, attributes: { "tickwork.link": "armed by" } }]
+    )
   }
 }
 

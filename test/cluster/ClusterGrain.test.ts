@@ -1,6 +1,6 @@
 import { EntityId, Sharding } from "@effect/cluster"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Fiber, Layer, ParseResult, Schema, Scope, TestClock } from "effect"
+import { Context, Duration, Effect, Exit, Fiber, Layer, ParseResult, Schema, Scope, TestClock } from "effect"
 import { ActorSystem, Grain, GrainTimers, Passivation } from "tickwork"
 import { ClusterGrain, ClusterRunner } from "tickwork/cluster"
 import { advance } from "./conformance-helpers.js"
@@ -382,16 +382,16 @@ describe("ClusterGrain", () => {
   })
 
   describe("bad input", () => {
-    it.effect("a kind no runner registers is a prompt UnknownGrainKind, for tell and ask", () => {
+    it.effect("a kind no runner registers is a prompt UnknownClusterGrainKind, for tell and ask", () => {
       const { kind } = makeSubject()
       const { kind: other } = makeSubject({ name: "unregistered" })
       return Effect.gen(function* () {
         yield* TestClock.adjust(1)
         const told = yield* Effect.flip(ClusterGrain.tell(other, "a", { _tag: "Tick", label: "x" }))
-        assert.strictEqual(told._tag, "UnknownGrainKind")
+        assert.strictEqual(told._tag, "UnknownClusterGrainKind")
         assert.include(told.message, "unregistered/a")
         const asked = yield* Effect.flip(ClusterGrain.ask(other, "a", { _tag: "Echo", text: "x" }))
-        assert.strictEqual(asked._tag, "UnknownGrainKind")
+        assert.strictEqual(asked._tag, "UnknownClusterGrainKind")
       }).pipe(Effect.provide(runner([kind])))
     })
 
@@ -426,14 +426,158 @@ describe("ClusterGrain", () => {
       }).pipe(Effect.provide(runner([kind])))
     })
 
-    it("programmer mistakes throw: a grain made a cluster grain twice, a bad maxIdleTime, a duplicate kind", () => {
+    it("a kind's entity protocol and client are typed by its message, reply and error types", () => {
+      const kind = ClusterGrain.make(Grain.make<string>()({ name: "typed", onReceive: (ctx) => ctx.reply(1) }), {
+        message: Schema.String,
+        reply: Schema.Number,
+        error: Schema.Literal("refused")
+      })
+      const asked: Effect.Effect<number | undefined, ClusterGrain.AskError, Sharding.Sharding> = ClusterGrain.ask(
+        kind,
+        "k",
+        "hello"
+      )
+      const raw = Effect.flatMap(kind.entity.client, (client) => client("k").Ask({ message: "hello" }))
+      const failure = Effect.flip(raw).pipe(
+        Effect.map((error) => {
+          if (error._tag !== "ReplyError") return undefined
+          const refused: "refused" = error.error
+          // @ts-expect-error: the ctx.err value is the kind's E, not anything
+          const other: number = error.error
+          return [refused, other]
+        })
+      )
+      // @ts-expect-error: a message that is not the kind's Msg does not compile
+      const wrong = () => ClusterGrain.tell(kind, "k", 42)
+      // @ts-expect-error: nor through the entity's own client
+      const wrongRaw = Effect.flatMap(kind.entity.client, (client) => client("k").Tell({ message: 42 }))
+      assert.isTrue(Effect.isEffect(asked) && Effect.isEffect(failure) && Effect.isEffect(wrongRaw))
+      assert.isFunction(wrong)
+    })
+
+    it("a grain made a cluster grain twice throws (a programmer mistake)", () => {
       const grain = Grain.make<string>()({ name: "twice", onReceive: () => Effect.void })
       const kind = ClusterGrain.make(grain, { message: Schema.String })
       assert.throws(() => ClusterGrain.make(grain, { message: Schema.String }), /already a cluster grain/)
-      const other = Grain.make<string>()({ name: "idle", onReceive: () => Effect.void })
-      assert.throws(() => ClusterGrain.make(other, { message: Schema.String, maxIdleTime: 0 }), /maxIdleTime/)
       assert.isTrue(ClusterGrain.isClusterGrain(kind))
       assert.isFalse(ClusterGrain.isClusterGrain(grain))
+    })
+
+    it.effect("an unusable maxIdleTime or passivation fails ClusterGrain.layer with InvalidGrainKind naming it", () =>
+      Effect.gen(function* () {
+        const grain = (name: string, passivation?: Passivation.Passivation) =>
+          Grain.make<string>()({
+            name,
+            ...(passivation === undefined ? {} : { passivation }),
+            onReceive: () => Effect.void
+          })
+        const idle = (name: string, maxIdleTime: Duration.DurationInput) =>
+          ClusterGrain.make(grain(name), { message: Schema.String, maxIdleTime })
+        const cases: ReadonlyArray<readonly [ClusterGrain.Any, string, string]> = [
+          [idle("zero-idle", 0), "maxIdleTime", 'must be a positive duration ("Infinity" never passivates), got "0"'],
+          [idle("negative-idle", "-5 seconds"), "maxIdleTime", 'got "-5 seconds"'],
+          [idle("word-idle", "soon" as Duration.DurationInput), "maxIdleTime", 'got "soon"'],
+          [idle("nan-idle", Number.NaN), "maxIdleTime", 'got "NaN"'],
+          [
+            ClusterGrain.make(grain("soon", Passivation.idle("soon" as Duration.DurationInput)), {
+              message: Schema.String
+            }),
+            "passivation",
+            "Passivation.idle: the timeout"
+          ],
+          [
+            ClusterGrain.make(grain("no-count", Passivation.messageCount(0)), { message: Schema.String }),
+            "passivation",
+            "the message count must be a whole number >= 1, got 0"
+          ]
+        ]
+        for (const [kind, field, reason] of cases) {
+          const error = yield* Effect.flip(Effect.scoped(Layer.build(runner([kind]))))
+          assert.strictEqual(error._tag, "InvalidGrainKind", kind.name)
+          if (error._tag !== "InvalidGrainKind") continue
+          assert.strictEqual(error.kind, kind.name)
+          assert.strictEqual(error.field, field)
+          assert.include(error.reason, reason)
+        }
+        // The same checks leave usable values alone: an infinite idle time never passivates, a kind's idle timeout is used.
+        assert.isTrue(Duration.equals(idle("forever", Duration.infinity).maxIdleTime!, Duration.infinity))
+        const idling = ClusterGrain.make(grain("idling", Passivation.idle("2 minutes")), { message: Schema.String })
+        assert.strictEqual(Duration.toMillis(idling.maxIdleTime!), 120_000)
+        yield* Effect.scoped(Layer.build(runner([idling])))
+      })
+    )
+
+    it.effect("ClusterGrain.layer refuses what it cannot host: a duplicate name, a kind not made by make", () =>
+      Effect.gen(function* () {
+        const first = ClusterGrain.make(Grain.make<string>()({ name: "dup", onReceive: () => Effect.void }), {
+          message: Schema.String
+        })
+        const second = ClusterGrain.make(Grain.make<string>()({ name: "dup", onReceive: () => Effect.void }), {
+          message: Schema.String
+        })
+        const duplicate = yield* Effect.flip(Effect.scoped(Layer.build(runner([first, second]))))
+        assert.strictEqual(duplicate._tag, "InvalidGrainKind")
+        if (duplicate._tag === "InvalidGrainKind") {
+          assert.strictEqual(duplicate.field, "name")
+          assert.include(duplicate.reason, "registered twice")
+        }
+        const local = Grain.make<string>()({ name: "local", onReceive: () => Effect.void })
+        const notCluster = yield* Effect.flip(
+          Effect.scoped(Layer.build(runner([local as unknown as ClusterGrain.Any])))
+        )
+        assert.strictEqual(notCluster._tag, "InvalidGrainKind")
+        if (notCluster._tag === "InvalidGrainKind") {
+          assert.strictEqual(notCluster.kind, "local")
+          assert.strictEqual(notCluster.field, "kind")
+          assert.include(notCluster.reason, "ClusterGrain.make")
+        }
+        const notArray = yield* Effect.flip(
+          Effect.scoped(Layer.build(runner("dup" as unknown as ReadonlyArray<ClusterGrain.Any>)))
+        )
+        assert.strictEqual(notArray._tag, "InvalidGrainKind")
+      })
+    )
+
+    it.effect("a key that is not a non-empty string is InvalidGrainKey for tell and ask, and nothing is sent", () => {
+      const { events, kind } = makeSubject()
+      return Effect.gen(function* () {
+        yield* TestClock.adjust(1)
+        for (const key of ["", undefined, 42] as ReadonlyArray<unknown> as ReadonlyArray<string>) {
+          const told = yield* Effect.flip(ClusterGrain.tell(kind, key, { _tag: "Tick", label: "x" }))
+          assert.strictEqual(told._tag, "InvalidGrainKey", String(key))
+          const asked = yield* Effect.flip(ClusterGrain.ask(kind, key, { _tag: "Echo", text: "x" }))
+          assert.strictEqual(asked._tag, "InvalidGrainKey", String(key))
+          assert.include(asked.message, "a grain key must be a non-empty string")
+        }
+        assert.deepStrictEqual(events, [], "no grain was activated")
+      }).pipe(Effect.provide(runner([kind])))
+    })
+
+    it.effect("a bad ask or send timeout is InvalidTimerDelay, and nothing is sent", () => {
+      const { events, kind } = makeSubject()
+      return Effect.gen(function* () {
+        yield* TestClock.adjust(1)
+        const bad: ReadonlyArray<Duration.DurationInput> = [
+          0,
+          -1,
+          Number.NaN,
+          "-2 seconds",
+          "soon" as Duration.DurationInput
+        ]
+        for (const timeout of bad) {
+          const asked = yield* Effect.flip(ClusterGrain.ask(kind, "a", { _tag: "Echo", text: "x" }, { timeout }))
+          assert.strictEqual(asked._tag, "InvalidTimerDelay", String(timeout))
+          const told = yield* Effect.flip(ClusterGrain.tell(kind, "a", { _tag: "Tick", label: "x" }, { timeout }))
+          assert.strictEqual(told._tag, "InvalidTimerDelay", String(timeout))
+        }
+        const zero = yield* Effect.flip(ClusterGrain.ask(kind, "a", { _tag: "Echo", text: "x" }, { timeout: 0 }))
+        assert.include(zero.message, "an ask timeout must be more than 0")
+        const zeroTell = yield* Effect.flip(ClusterGrain.tell(kind, "a", { _tag: "Tick", label: "x" }, { timeout: 0 }))
+        assert.include(zeroTell.message, "a send timeout must be more than 0")
+        assert.deepStrictEqual(events, [], "no grain was activated")
+        assert.strictEqual(yield* ClusterGrain.ask(kind, "a", { _tag: "Echo", text: "ok" }, { timeout: 1 }), "ok")
+        yield* ClusterGrain.tell(kind, "a", { _tag: "Tick", label: "t" }, { timeout: "1 second" })
+      }).pipe(Effect.provide(runner([kind])))
     })
   })
 

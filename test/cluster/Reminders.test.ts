@@ -206,9 +206,9 @@ describe("Reminders", () => {
       assert.deepStrictEqual(yield* names, ["kept:10001"])
       yield* Scope.close(hosting, Exit.void)
       const refused = yield* register("kept", "new", 20_000)
-      assert.strictEqual(refused._tag === "Left" ? refused.left._tag : "registered", "UnknownGrainKind")
+      assert.strictEqual(refused._tag === "Left" ? refused.left._tag : "registered", "UnknownClusterGrainKind")
       const fresh = yield* register("fresh", "new", 20_000)
-      assert.strictEqual(fresh._tag === "Left" ? fresh.left._tag : "registered", "UnknownGrainKind")
+      assert.strictEqual(fresh._tag === "Left" ? fresh.left._tag : "registered", "UnknownClusterGrainKind")
       // The refused replacement left the reminder as it was; the refused new one is not listed.
       assert.deepStrictEqual(yield* names, ["kept:10001"])
     })

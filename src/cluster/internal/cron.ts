@@ -38,7 +38,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
-import type * as Context from "effect/Context"
+import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -49,7 +49,9 @@ import * as PrimaryKey from "effect/PrimaryKey"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
+import * as Tracer from "effect/Tracer"
 import type { ParsedPolicies } from "../../internal/schedules.js"
+import { recordsSpans } from "../../internal/tracing.js"
 import { scheduleEvents } from "../../Metrics.js"
 import * as QuartzCron from "../../QuartzCron.js"
 import type { Run } from "../../Schedules.js"
@@ -65,6 +67,7 @@ import {
 import { createTables, Tables } from "./runner.js"
 import * as ScheduleState from "./scheduleState.js"
 import { encodePolicies, ensureStateTables, type StoredPolicies } from "./scheduleState.js"
+import { countAttempt, cronInstantSpan, runnerAddress } from "./spans.js"
 
 export class FirePayload extends Schema.Class<FirePayload>("tickwork/ClusterScheduler/Fire")({
   instant: Schema.Number,
@@ -253,7 +256,9 @@ export const register = <E, R>(
     const sharding = yield* Sharding.Sharding
     let byReference = slots.get(sharding)
     if (byReference === undefined) slots.set(sharding, (byReference = new Map()))
-    const context = (yield* Effect.context<R>()) as Context.Context<any>
+    // The services `execute` was registered with, without the registering code's span: an instant is no part of
+    // that trace (docs/design-choices.md, "Ticks carry no diagnostic context").
+    const context = Context.omit(Tracer.ParentSpan)(yield* Effect.context<R>()) as Context.Context<any>
     const existing = byReference.get(definition.reference)
     const registration = { definition, context }
     const release = (slot: Slot) =>
@@ -296,6 +301,7 @@ const registerSlot = (
     const sql = storage.withoutTransforms()
     const tables = yield* tableNames
     const state = yield* ScheduleState.make
+    const traced = recordsSpans(yield* Effect.tracer)
     const entity = makeEntity(reference)
     const makeClient = yield* sharding.makeClient(entity)
     const schedulesTable = sql(tables.schedules)
@@ -406,7 +412,10 @@ const registerSlot = (
         const once = Effect.suspend(() => {
           if (attempts++ > 0) scheduleEvents("retry").unsafeUpdate(1, [])
           return sql.withTransaction(
-            Effect.scoped(definition.execute(fire)).pipe(Effect.provide(context)) as Effect.Effect<unknown, unknown>
+            Effect.zipRight(
+              countAttempt,
+              Effect.scoped(definition.execute(fire)).pipe(Effect.provide(context)) as Effect.Effect<unknown, unknown>
+            )
           )
         })
         const retry = definition.policies.retry
@@ -439,10 +448,6 @@ const registerSlot = (
         }
       })
 
-    const runnerName = Effect.map(Effect.serviceOption(Entity.CurrentRunnerAddress), (address) =>
-      Option.match(address, { onNone: () => "unknown", onSome: (a) => `${a.host}:${a.port}` })
-    )
-
     const fire = (payload: FirePayload) =>
       Effect.gen(function* () {
         const instant = payload.instant
@@ -450,7 +455,7 @@ const registerSlot = (
         const turn = yield* awaitTurn(turnHost, `s:${instant}`)
         const body = Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
-          const runner = yield* runnerName
+          const runner = yield* runnerAddress
           return yield* sql
             .withTransaction(
               Effect.gen(function* () {
@@ -627,14 +632,19 @@ const registerSlot = (
               ),
               Effect.retry(retrySql)
             )
-          yield* turn._tag === "run" ? asRun(body) : body
+          const spanned = traced ? cronInstantSpan(reference, instant, body) : body
+          yield* turn._tag === "run" ? asRun(spanned) : spanned
         }
       }).pipe(Effect.orDie, Effect.annotateLogs({ module: "ClusterScheduler", reference }))
 
     yield* sharding.registerEntity(
       entity,
       Effect.succeed(
-        entity.of({ fire: (request) => fire(request.payload), run: (request) => runOutside(request.payload) })
+        entity.of({
+          fire: (request) =>
+            traced ? cronInstantSpan(reference, request.payload.instant, fire(request.payload)) : fire(request.payload),
+          run: (request) => runOutside(request.payload)
+        })
       ),
       { maxIdleTime: "5 seconds" }
     )

@@ -21,7 +21,7 @@
 import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect/cluster/ClusterError"
 import * as Entity from "@effect/cluster/Entity"
 import { Sharding } from "@effect/cluster/Sharding"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
@@ -30,14 +30,17 @@ import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import { ActorSystem } from "../../ActorSystem.js"
-import type { Grain } from "../../Grain.js"
-import { type GrainAskError, GrainRegistry, idOf, kindsByName } from "../../internal/grain.js"
+import { type Grain, type InvalidGrainKey, InvalidGrainKind, UnknownGrainKind } from "../../Grain.js"
+import { systemOf } from "../../internal/actorSystem.js"
+import { type GrainAskError, GrainRegistry, idOf, keyProblem, resolveKinds } from "../../internal/grain.js"
+import type { TickTracing } from "../../internal/tracing.js"
 import * as Passivation from "../../Passivation.js"
 import { Reminders } from "../Reminders.js"
 import {
   type AskFailure,
   DEFAULT_SEND_TIMEOUT,
   encodeMessage,
+  type GrainClient,
   type GrainSendTimeout,
   guardedSend,
   type InvalidGrainMessage,
@@ -48,85 +51,91 @@ import {
   type ReminderDelivery,
   registerLocalKind,
   sendTimedOut,
-  UnknownGrainKind,
+  type UnknownClusterGrainKind,
   unregisterLocalKind
 } from "./grainProtocol.js"
+import { reminderSpan } from "./spans.js"
 
-interface HostedKind extends KindWire {
+/** A kind this runner hosts: its wire and the entity's idle time. */
+export interface HostedKind<in out Msg, in out A, in out E> extends KindWire<Msg, A, E> {
   readonly maxIdleTime: Duration.Duration | undefined
 }
 
 /** What a send from a client can fail with, besides its timeout and the rpc's own errors. */
 export type ClientError =
-  | UnknownGrainKind
+  | InvalidGrainKey
+  | UnknownClusterGrainKind
   | InvalidGrainMessage
   | InvalidGrainReply
   | MailboxFull
   | AlreadyProcessingMessage
   | PersistenceError
 
-/** Checks the message, then sends it with the kind's entity client through `rpc`. */
-const send = <A, E, T>(
-  kind: KindWire,
+/** Checks the key (as `Grains` does: a non-empty string) and the message, then sends it through `rpc`. */
+const send = <Msg, A, E, B, EB, T>(
+  kind: KindWire<Msg, A, E>,
   key: string,
-  message: unknown,
+  message: Msg,
   timeout: Duration.DurationInput,
   onTimeout: () => T,
-  rpc: (client: any) => Effect.Effect<A, E | MailboxFull | AlreadyProcessingMessage | PersistenceError>
-): Effect.Effect<A, E | T | ClientError, Sharding> =>
-  Effect.zipRight(encodeMessage(kind, key, message), guardedSend(kind, key, timeout, onTimeout, rpc))
+  rpc: (client: GrainClient<Msg, A, E>) => Effect.Effect<B, EB>
+): Effect.Effect<B, EB | T | ClientError, Sharding> =>
+  Effect.suspend((): Effect.Effect<B, EB | T | ClientError, Sharding> => {
+    const invalid = keyProblem(kind.grain, key)
+    if (invalid !== undefined) return Effect.fail(invalid)
+    return Effect.zipRight(encodeMessage(kind, key, message), guardedSend(kind, key, timeout, onTimeout, rpc))
+  })
 
 /** Client side: tell. */
-export const tell = (
-  kind: KindWire,
+export const tell = <Msg, A, E>(
+  kind: KindWire<Msg, A, E>,
   key: string,
-  message: unknown,
-  timeout?: Duration.DurationInput
+  message: Msg,
+  timeoutMillis: number = Duration.toMillis(DEFAULT_SEND_TIMEOUT)
 ): Effect.Effect<void, ClientError | GrainSendTimeout, Sharding> =>
-  send(
-    kind,
-    key,
-    message,
-    timeout ?? DEFAULT_SEND_TIMEOUT,
-    sendTimedOut(kind, key, timeout),
-    (client): Effect.Effect<void, never> => client.Tell({ message }, { discard: true })
+  send(kind, key, message, timeoutMillis, sendTimedOut(kind, key, timeoutMillis), (client) =>
+    client.Tell({ message }, { discard: true })
   )
 
 /** Client side: ask; wire failures are mapped by the caller. */
-export const ask = <T>(
-  kind: KindWire,
+export const ask = <Msg, A, E, T>(
+  kind: KindWire<Msg, A, E>,
   key: string,
-  message: unknown,
+  message: Msg,
   timeoutMillis: number,
   onTimeout: () => T
-): Effect.Effect<unknown, AskFailure | T | ClientError, Sharding> =>
-  send(
-    kind,
-    key,
-    message,
-    timeoutMillis,
-    onTimeout,
-    (client): Effect.Effect<unknown, AskFailure> => client.Ask({ message })
-  )
+): Effect.Effect<A | undefined, AskFailure<E> | T | ClientError, Sharding> =>
+  send(kind, key, message, timeoutMillis, onTimeout, (client) => client.Ask({ message }))
 
-/** A grain's wire error for an ask that failed on this runner. */
-const toWire = (error: GrainAskError): AskFailure => {
-  switch (error._tag) {
-    case "GrainReplyError":
-      return { _tag: "ReplyError", error: error.error }
-    case "GrainMessageUnhandled":
-      return { _tag: "Unhandled" }
-    case "GrainFailed":
-      return { _tag: "Failed", cause: error.cause }
-    case "GrainActivationFailed":
-      return { _tag: "ActivationFailed", cause: error.cause }
-    case "AskUndeliverable":
-      return { _tag: "Undeliverable", reason: error.reason }
-    case "UnknownGrainKind":
-      return { _tag: "Undeliverable", reason: "stopped" }
-  }
+/** `value` if it encodes with `schema` (then it is an `A` the wire can carry), else the issue. */
+const wireValue = <A>(schema: Schema.Schema<A, unknown>, value: unknown): Either.Either<A, string> => {
+  const encoded = Schema.encodeUnknownEither(schema)(value)
+  // encoding checked the value against the schema's type side: it is an A
+  return Either.isLeft(encoded) ? Either.left(issueOf(encoded.left)) : Either.right(value as A)
 }
 
+/** A grain's wire error for an ask that failed on this runner; an `err` value must encode with the kind's schema. */
+const toWire =
+  <E>(errorSchema: Schema.Schema<E, unknown>) =>
+  (error: GrainAskError): AskFailure<E> => {
+    switch (error._tag) {
+      case "GrainReplyError":
+        return Either.match(wireValue(errorSchema, error.error), {
+          onLeft: (issue): AskFailure<E> => ({ _tag: "InvalidReply", issue }),
+          onRight: (value): AskFailure<E> => ({ _tag: "ReplyError", error: value })
+        })
+      case "GrainMessageUnhandled":
+        return { _tag: "Unhandled" }
+      case "GrainFailed":
+        return { _tag: "Failed", cause: error.cause }
+      case "GrainActivationFailed":
+        return { _tag: "ActivationFailed", cause: error.cause }
+      case "AskUndeliverable":
+        return { _tag: "Undeliverable", reason: error.reason }
+      case "UnknownGrainKind":
+        return { _tag: "Undeliverable", reason: "stopped" }
+    }
+  }
 /** Keeps the entity alive while `set(true)`; applies changes in order on one fiber at a time. */
 const keepAliveSwitch = (runtime: Runtime.Runtime<Sharding | Entity.CurrentAddress>, touch: Effect.Effect<void>) => {
   let desired = false
@@ -157,26 +166,140 @@ const keepAliveSwitch = (runtime: Runtime.Runtime<Sharding | Entity.CurrentAddre
   }
 }
 
-export const layer = (kinds: ReadonlyArray<HostedKind>): Layer.Layer<never, never, Sharding | ActorSystem | any> =>
+/** Any hosted kind, each with its own types. */
+export type AnyHostedKind = HostedKind<any, any, any>
+
+/**
+ * The kinds by name, each checked as `Grains.layer` checks its kinds (`resolveKinds`), and the problem `make` left on
+ * a cluster grain (`problemOf`, an unusable `maxIdleTime`): a kind the host cannot run is an `InvalidGrainKind`.
+ */
+const resolveHostedKinds = (
+  kinds: ReadonlyArray<AnyHostedKind>,
+  problemOf: (kind: AnyHostedKind) => InvalidGrainKind | undefined
+): Either.Either<ReadonlyMap<string, Grain<any, any, any, any>>, InvalidGrainKind> => {
+  if (!Array.isArray(kinds)) {
+    return Either.left(
+      new InvalidGrainKind({
+        kind: String(kinds),
+        field: "kind",
+        reason: "ClusterGrain.layer takes an array of cluster grain kinds"
+      })
+    )
+  }
+  for (const kind of kinds) {
+    if (kindsByGrain.get(kind?.grain) !== kind) {
+      return Either.left(
+        new InvalidGrainKind({
+          kind: String((kind as { readonly name?: unknown } | undefined)?.name),
+          field: "kind",
+          reason: "it is not a cluster grain kind: make one with ClusterGrain.make"
+        })
+      )
+    }
+    const problem = problemOf(kind)
+    if (problem !== undefined) return Either.left(problem)
+  }
+  return resolveKinds(kinds.map((kind) => kind.grain))
+}
+
+/** What the kinds of one host share. */
+interface Host {
+  readonly registry: GrainRegistry
+  readonly sharding: Sharding["Type"]
+  /** Per activation, where its keep-alive changes go. */
+  readonly keepAliveSinks: Map<string, (enabled: boolean) => void>
+  readonly reminders: Option.Option<Reminders["Type"]>
+  /** The actor system's tracing when it makes spans (a span per reminder occurrence), else undefined. */
+  readonly tracing: TickTracing | undefined
+}
+
+/** Registers `kind` as an entity whose handlers forward to the grain's local activation. */
+const hostKind = <Msg, A, E>(kind: HostedKind<Msg, A, E>, host: Host) =>
+  Effect.gen(function* () {
+    const { registry, sharding, keepAliveSinks, reminders, tracing } = host
+    registerLocalKind(sharding, kind)
+    yield* Effect.addFinalizer(() => Effect.sync(() => unregisterLocalKind(sharding, kind.name)))
+    const logged = (what: string, key: string) => (error: GrainAskError) =>
+      Effect.logWarning(`${what} for grain ${kind.name}/${key} was not handled`, error)
+    const wire = toWire(kind.error)
+
+    const build = Effect.gen(function* () {
+      const address = yield* Entity.CurrentAddress
+      const key = address.entityId
+      const entityRuntime = yield* Effect.runtime<Sharding | Entity.CurrentAddress>()
+      const touch: Effect.Effect<void> = Effect.flatMap(kind.entity.client, (client) =>
+        Effect.ignore(client(key).Touch(undefined, { discard: true }))
+      ).pipe(Effect.provideService(Sharding, sharding))
+      const keepAlive = keepAliveSwitch(entityRuntime, touch)
+      const id = idOf(kind.name, key)
+      keepAliveSinks.set(id, keepAlive.set)
+      yield* Effect.addFinalizer(() =>
+        Effect.suspend(() => {
+          if (keepAliveSinks.get(id) === keepAlive.set) keepAliveSinks.delete(id)
+          return Effect.zipRight(keepAlive.stop, registry.close(kind.name, key))
+        })
+      )
+      const tracked = (message: unknown, what: string) =>
+        Effect.catchAll(registry.tellTracked(kind.grain, key, message), logged(what, key))
+      return kind.entity.of({
+        Tell: (request) => tracked(request.payload.message, "a told message"),
+        Ask: (request) =>
+          registry.ask(kind.grain, key, request.payload.message).pipe(
+            Effect.mapError(wire),
+            Effect.flatMap((value) => {
+              const reply = kind.reply
+              if (reply === undefined || value === undefined) return Effect.succeed(undefined)
+              return Either.match(wireValue(reply, value), {
+                onLeft: (issue) => Effect.fail<AskFailure<E>>({ _tag: "InvalidReply", issue }),
+                onRight: Effect.succeed
+              })
+            })
+          ),
+        Touch: () => Effect.void,
+        Remind: (request: { readonly payload: ReminderDelivery }) => {
+          const delivered = Option.isSome(reminders)
+            ? reminders.value.deliver(kind, key, request.payload, (message) => tracked(message, "a reminder"))
+            : Effect.logError(
+                `reminder "${request.payload.name}" for grain ${kind.name}/${key} arrived on a runner without the Reminders service; it is dropped`
+              )
+          return tracing === undefined
+            ? delivered
+            : reminderSpan(tracing, `${kind.name}/${key}`, request.payload, delivered)
+        }
+      })
+    })
+    yield* sharding.registerEntity(kind.entity, build, { maxIdleTime: kind.maxIdleTime, concurrency: 1 })
+  })
+
+/**
+ * Hosts `kinds` on this runner. `R` is what the kinds' handlers need (the caller names it from the kinds' types);
+ * their activations run with it.
+ */
+export const layer = <R>(
+  kinds: ReadonlyArray<AnyHostedKind>,
+  problemOf: (kind: AnyHostedKind) => InvalidGrainKind | undefined
+): Layer.Layer<never, InvalidGrainKind, Sharding | ActorSystem | R> =>
   Layer.scopedDiscard(
     Effect.gen(function* () {
-      const byName = kindsByName(kinds.map((kind) => kind.grain))
+      const byName = yield* resolveHostedKinds(kinds, problemOf)
       const sharding = yield* Sharding
       const system = yield* ActorSystem
       const reminders = yield* Effect.serviceOption(Reminders)
-      const runtime = yield* Effect.runtime<never>()
+      const runtime = yield* Effect.runtime<R>()
       const keepAliveSinks = new Map<string, (enabled: boolean) => void>()
 
       const tellGrain = (kind: Grain<any, any, any, any>, key: string, message: unknown) => {
         const wire = kindsByGrain.get(kind)
         if (wire === undefined) {
           return Effect.fail(
-            new UnknownGrainKind({ kind: kind.name, key, detail: "it is not a cluster grain (see ClusterGrain.make)" })
+            new UnknownGrainKind({ kind: kind.name, detail: "it is not a cluster grain (see ClusterGrain.make)" })
           )
         }
         return tell(wire, key, message).pipe(
           Effect.catchAll((error): Effect.Effect<void, UnknownGrainKind> => {
-            if (error._tag === "UnknownGrainKind") return Effect.fail(error)
+            if (error._tag === "UnknownClusterGrainKind") {
+              return Effect.fail(new UnknownGrainKind({ kind: error.kind, detail: error.detail }))
+            }
             if (error._tag === "InvalidGrainMessage") return Effect.die(error)
             return Effect.logWarning(`tellGrain: message for grain ${wire.name}/${key} not delivered`, error)
           }),
@@ -191,67 +314,8 @@ export const layer = (kinds: ReadonlyArray<HostedKind>): Layer.Layer<never, neve
         keepAliveChanged: (identity, enabled) => keepAliveSinks.get(idOf(identity.kind, identity.key))?.(enabled)
       })
 
-      for (const kind of kinds) {
-        registerLocalKind(sharding, kind)
-        yield* Effect.addFinalizer(() => Effect.sync(() => unregisterLocalKind(sharding, kind.name)))
-        const logged = (what: string, key: string) => (error: GrainAskError) =>
-          Effect.logWarning(`${what} for grain ${kind.name}/${key} was not handled`, error)
-
-        const build = Effect.gen(function* () {
-          const address = yield* Entity.CurrentAddress
-          const key = address.entityId as string
-          const entityRuntime = yield* Effect.runtime<Sharding | Entity.CurrentAddress>()
-          const touch: Effect.Effect<void> = Effect.flatMap(kind.entity.client, (client) =>
-            Effect.ignore((client(key) as any).Touch(undefined, { discard: true }) as Effect.Effect<void, unknown>)
-          ).pipe(Effect.provideService(Sharding, sharding))
-          const keepAlive = keepAliveSwitch(entityRuntime, touch)
-          const id = idOf(kind.name, key)
-          keepAliveSinks.set(id, keepAlive.set)
-          yield* Effect.addFinalizer(() =>
-            Effect.suspend(() => {
-              if (keepAliveSinks.get(id) === keepAlive.set) keepAliveSinks.delete(id)
-              return Effect.zipRight(keepAlive.stop, registry.close(kind.name, key))
-            })
-          )
-          const tracked = (message: unknown, what: string) =>
-            Effect.catchAll(registry.tellTracked(kind.grain, key, message), logged(what, key))
-          return {
-            Tell: (request: { readonly payload: { readonly message: unknown } }) =>
-              tracked(request.payload.message, "a told message"),
-            Ask: (request: { readonly payload: { readonly message: unknown } }) =>
-              registry.ask(kind.grain, key, request.payload.message).pipe(
-                Effect.mapError(toWire),
-                Effect.flatMap((value) => {
-                  const reply = kind.reply
-                  if (reply === undefined || value === undefined) return Effect.succeed(undefined)
-                  const encoded = Schema.encodeEither(reply)(value)
-                  return Either.isLeft(encoded)
-                    ? Effect.fail<AskFailure>({ _tag: "InvalidReply", issue: issueOf(encoded.left) })
-                    : Effect.succeed(value)
-                }),
-                Effect.catchIf(
-                  (failure): failure is Extract<AskFailure, { _tag: "ReplyError" }> => failure._tag === "ReplyError",
-                  (failure) => {
-                    const encoded = Schema.encodeEither(kind.error)(failure.error)
-                    return Effect.fail<AskFailure>(
-                      Either.isLeft(encoded) ? { _tag: "InvalidReply", issue: issueOf(encoded.left) } : failure
-                    )
-                  }
-                )
-              ),
-            Touch: () => Effect.void,
-            Remind: (request: { readonly payload: ReminderDelivery }) =>
-              Option.isSome(reminders)
-                ? reminders.value.deliver(kind, key, request.payload, (message) => tracked(message, "a reminder"))
-                : Effect.logError(
-                    `reminder "${request.payload.name}" for grain ${kind.name}/${key} arrived on a runner without the Reminders service; it is dropped`
-                  )
-          }
-        })
-        yield* sharding.registerEntity(kind.entity, build as never, {
-          maxIdleTime: kind.maxIdleTime,
-          concurrency: 1
-        })
-      }
+      const tickTracing = systemOf(system)?.tracing
+      const tracing = tickTracing?.enabled === true ? tickTracing : undefined
+      for (const kind of kinds) yield* hostKind(kind, { registry, sharding, keepAliveSinks, reminders, tracing })
     })
-  ) as never
+  )

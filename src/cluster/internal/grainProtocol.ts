@@ -2,12 +2,15 @@
  * The wire side of cluster grains: the entity protocol a grain kind becomes, the errors an ask carries back, the
  * reminder delivery payload, and the guarded client send that never waits on a kind nobody registered.
  */
+
+import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect/cluster/ClusterError"
 import * as ClusterSchema from "@effect/cluster/ClusterSchema"
 import * as DeliverAt from "@effect/cluster/DeliverAt"
 import * as Entity from "@effect/cluster/Entity"
 import * as EntityId from "@effect/cluster/EntityId"
 import { Sharding } from "@effect/cluster/Sharding"
 import * as Rpc from "@effect/rpc/Rpc"
+import type * as RpcClient from "@effect/rpc/RpcClient"
 import type * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
 import * as DateTime from "effect/DateTime"
@@ -19,6 +22,8 @@ import * as Predicate from "effect/Predicate"
 import * as PrimaryKey from "effect/PrimaryKey"
 import * as Schema from "effect/Schema"
 import type { Grain } from "../../Grain.js"
+import { positiveTimeoutMillis } from "../../internal/askTimeout.js"
+import type { InvalidTimerDelay } from "../../TimerError.js"
 
 /** The payload of a reminder delivery: a persisted self-message, due at `due`, deduplicated per occurrence. */
 export class ReminderDelivery extends Schema.Class<ReminderDelivery>("tickwork/cluster/ReminderDelivery")({
@@ -37,64 +42,108 @@ export class ReminderDelivery extends Schema.Class<ReminderDelivery>("tickwork/c
 /** A cause as it crosses processes: errors and defects become plain, printable values. */
 const WireCause = Schema.Cause({ error: Schema.Defect, defect: Schema.Defect })
 
-/** Why an ask failed on the runner that hosts the grain. */
-export const askFailure = <E, EI>(error: Schema.Schema<E, EI>) =>
-  Schema.Union(
-    Schema.TaggedStruct("ReplyError", { error }),
-    Schema.TaggedStruct("Unhandled", {}),
-    Schema.TaggedStruct("Failed", { cause: WireCause }),
-    Schema.TaggedStruct("ActivationFailed", { cause: WireCause }),
-    Schema.TaggedStruct("Undeliverable", { reason: Schema.Literal("stopped", "mailbox-full") }),
-    Schema.TaggedStruct("InvalidReply", { issue: Schema.String })
-  )
+/**
+ * `schema` as the wire sees it: what arrives is JSON of no known type, checked by `schema` itself. The encoded side
+ * of a kind's schemas is the codec's business, so one kind's protocol type names only what its messages, replies and
+ * errors are (`Msg`, `A`, `E`), and kinds with different encodings fit one host. Runs exactly as `schema` does.
+ */
+export const onWire = <A, I>(schema: Schema.Schema<A, I>): Schema.Schema<A, unknown> =>
+  Schema.compose(Schema.Unknown, schema, { strict: false })
 
-export type AskFailure =
-  | { readonly _tag: "ReplyError"; readonly error: unknown }
+/** Why an ask failed on the runner that hosts the grain. */
+export type AskFailure<E = unknown> =
+  | { readonly _tag: "ReplyError"; readonly error: E }
   | { readonly _tag: "Unhandled" }
   | { readonly _tag: "Failed"; readonly cause: Cause.Cause<unknown> }
   | { readonly _tag: "ActivationFailed"; readonly cause: Cause.Cause<unknown> }
   | { readonly _tag: "Undeliverable"; readonly reason: "stopped" | "mailbox-full" }
   | { readonly _tag: "InvalidReply"; readonly issue: string }
 
-/** The entity a grain kind becomes: tell, ask, a no-op touch (it refreshes idle time), and reminder delivery. */
-export const makeEntity = (
+/** The schema of `AskFailure`, with the kind's error schema for `ReplyError`. */
+export const askFailure = <E>(error: Schema.Schema<E, unknown>): Schema.Schema<AskFailure<E>, unknown> =>
+  onWire(
+    Schema.Union(
+      Schema.TaggedStruct("ReplyError", { error }),
+      Schema.TaggedStruct("Unhandled", {}),
+      Schema.TaggedStruct("Failed", { cause: WireCause }),
+      Schema.TaggedStruct("ActivationFailed", { cause: WireCause }),
+      Schema.TaggedStruct("Undeliverable", { reason: Schema.Literal("stopped", "mailbox-full") }),
+      Schema.TaggedStruct("InvalidReply", { issue: Schema.String })
+    )
+  )
+
+/** The payload of Tell and Ask. */
+type MessagePayload<Msg> = Schema.Struct<{ message: Schema.Schema<Msg, unknown> }>
+
+/**
+ * The entity protocol of a grain kind: tell, ask, a no-op touch (it refreshes idle time), and reminder delivery.
+ * `Ask` succeeds with the reply (undefined without a reply schema) or fails with an `AskFailure`.
+ */
+export type GrainRpcs<Msg, A, E> =
+  | Rpc.Rpc<"Tell", MessagePayload<Msg>>
+  | Rpc.Rpc<"Ask", MessagePayload<Msg>, Schema.Schema<A | undefined, unknown>, Schema.Schema<AskFailure<E>, unknown>>
+  | Rpc.Rpc<"Touch">
+  | Rpc.Rpc<"Remind", typeof ReminderDelivery>
+
+/** The entity a grain kind becomes. */
+export type GrainEntity<Msg, A, E> = Entity.Entity<string, GrainRpcs<Msg, A, E>>
+
+/** The client of one grain's entity. */
+export type GrainClient<Msg, A, E> = RpcClient.RpcClient.From<
+  GrainRpcs<Msg, A, E>,
+  MailboxFull | AlreadyProcessingMessage | PersistenceError
+>
+
+/** The success of an ask to a kind without a reply schema: always undefined (the grain's reply is not sent). */
+const noReply = <A>(): Schema.Schema<A | undefined, unknown> =>
+  onWire(Schema.declare((value): value is A | undefined => value === undefined))
+
+/** The entity a grain kind becomes (see `GrainRpcs`). */
+export const makeEntity = <Msg, A, E>(
   name: string,
-  message: Schema.Schema<any, any>,
-  reply: Schema.Schema<any, any>,
-  error: Schema.Schema<any, any>,
+  message: Schema.Schema<Msg, unknown>,
+  reply: Schema.Schema<A, unknown> | undefined,
+  error: Schema.Schema<E, unknown>,
   persisted: boolean
-): Entity.Entity<string, any> => {
+): GrainEntity<Msg, A, E> => {
   const payload = { message }
   return Entity.make(name, [
     Rpc.make("Tell", { payload }).annotate(ClusterSchema.Persisted, persisted),
-    Rpc.make("Ask", { payload, success: Schema.UndefinedOr(reply), error: askFailure(error) }).annotate(
-      ClusterSchema.Persisted,
-      persisted
-    ),
+    Rpc.make("Ask", {
+      payload,
+      success: reply === undefined ? noReply<A>() : onWire(Schema.UndefinedOr(reply)),
+      error: askFailure(error)
+    }).annotate(ClusterSchema.Persisted, persisted),
     Rpc.make("Touch"),
     Rpc.make("Remind", { payload: ReminderDelivery })
       .annotate(ClusterSchema.Persisted, true)
       .annotate(ClusterSchema.Uninterruptible, true)
-  ]) as never
+  ])
 }
 
-/** What the wire layer needs to know about a cluster grain kind. */
-export interface KindWire {
+/**
+ * What the wire layer needs to know about a cluster grain kind. `Msg`, `A` and `E` are what its messages, replies
+ * and `ctx.err` values are; the grain's state is its own (`any` there is the grain's, not the wire's).
+ */
+export interface KindWire<in out Msg, in out A, in out E> {
   readonly name: string
-  readonly grain: Grain<any, any, any, any>
-  readonly message: Schema.Schema<any, any>
-  readonly reply: Schema.Schema<any, any> | undefined
-  readonly error: Schema.Schema<any, any>
-  readonly entity: Entity.Entity<string, any>
+  readonly grain: Grain<Msg, any, unknown, unknown>
+  readonly message: Schema.Schema<Msg, unknown>
+  readonly reply: Schema.Schema<A, unknown> | undefined
+  readonly error: Schema.Schema<E, unknown>
+  readonly entity: GrainEntity<Msg, A, E>
 }
+
+/** Any cluster grain kind: what a host or a registry of kinds holds, each kind with its own types. */
+export type AnyKindWire = KindWire<any, any, any>
 
 /** The cluster grain of each grain kind made with `ClusterGrain.make` (so `tellGrain` can route a `Grain`). */
-export const kindsByGrain = new WeakMap<Grain<any, any, any, any>, KindWire>()
+export const kindsByGrain = new WeakMap<Grain<any, any, any, any>, AnyKindWire>()
 
 /** The kinds registered on each runner (keyed by its Sharding service), by name. */
-const localKinds = new WeakMap<object, Map<string, KindWire>>()
+const localKinds = new WeakMap<object, Map<string, AnyKindWire>>()
 
-export const registerLocalKind = (sharding: object, kind: KindWire): void => {
+export const registerLocalKind = (sharding: object, kind: AnyKindWire): void => {
   let kinds = localKinds.get(sharding)
   if (kinds === undefined) localKinds.set(sharding, (kinds = new Map()))
   kinds.set(kind.name, kind)
@@ -105,14 +154,15 @@ export const unregisterLocalKind = (sharding: object, name: string): void => {
 }
 
 /** The kind `name` as registered on this runner, if it is. */
-export const localKind = (sharding: object, name: string): KindWire | undefined => localKinds.get(sharding)?.get(name)
+export const localKind = (sharding: object, name: string): AnyKindWire | undefined =>
+  localKinds.get(sharding)?.get(name)
 
 /**
- * The grain kind is not registered where the message must go. The cluster itself would wait forever for a kind no
- * runner registers, so this is checked on the sending runner (it owns the shard, no kind registered) and bounded
- * everywhere else.
+ * The cluster grain kind is not registered where the message must go. The cluster itself would wait forever for a
+ * kind no runner registers, so this is checked on the sending runner (it owns the shard, no kind registered) and
+ * bounded everywhere else. Its own tag: the single-process `UnknownGrainKind` (Grain.ts) has other fields.
  */
-export class UnknownGrainKind extends Data.TaggedError("UnknownGrainKind")<{
+export class UnknownClusterGrainKind extends Data.TaggedError("UnknownClusterGrainKind")<{
   readonly kind: string
   readonly key: string
   readonly detail: string
@@ -161,20 +211,30 @@ export const issueOf = (error: ParseResult.ParseError): string =>
 /** The default bound on handing a message to the cluster. */
 export const DEFAULT_SEND_TIMEOUT = Duration.seconds(5)
 
+/** A send's bound in millis, checked: a delay, and more than zero (the default when none is given). */
+export const sendTimeoutMillis = (
+  timeout: Duration.DurationInput | undefined
+): Either.Either<number, InvalidTimerDelay> =>
+  positiveTimeoutMillis(
+    timeout,
+    Duration.toMillis(DEFAULT_SEND_TIMEOUT),
+    "a send timeout must be more than 0: a message that may not wait is never accepted"
+  )
+
 /** A send's bound in millis (the default when none is given). */
 export const timeoutMillisOf = (timeout: Duration.DurationInput | undefined): number =>
   Duration.toMillis(Duration.decode(timeout ?? DEFAULT_SEND_TIMEOUT))
 
 /** The error of a told message (or reminder occurrence) the cluster did not accept within `timeout`. */
 export const sendTimedOut =
-  (kind: KindWire, key: string, timeout: Duration.DurationInput | undefined) => (): GrainSendTimeout =>
+  (kind: { readonly name: string }, key: string, timeout: Duration.DurationInput | undefined) => (): GrainSendTimeout =>
     new GrainSendTimeout({ grain: `${kind.name}/${key}`, timeoutMillis: timeoutMillisOf(timeout) })
 
 /** `message` encoded with the kind's message schema; `InvalidGrainMessage` when it does not encode. */
-export const encodeMessage = (
-  kind: KindWire,
+export const encodeMessage = <Msg>(
+  kind: { readonly name: string; readonly message: Schema.Schema<Msg, unknown> },
   key: string,
-  message: unknown
+  message: Msg
 ): Either.Either<unknown, InvalidGrainMessage> =>
   Either.mapLeft(
     Schema.encodeEither(kind.message)(message),
@@ -187,19 +247,19 @@ export const encodeMessage = (
  * disconnected, because interrupting a send to an unregistered kind waits for that kind too. Decoding defects
  * become `InvalidGrainMessage` / `InvalidGrainReply`; other defects stay defects.
  */
-export const guardedSend = <A, E, E2>(
-  kind: KindWire,
+export const guardedSend = <Msg, A, E, B, EB, E2>(
+  kind: KindWire<Msg, A, E>,
   key: string,
   timeout: Duration.DurationInput,
   onTimeout: () => E2,
-  send: (client: any) => Effect.Effect<A, E>
-): Effect.Effect<A, E | E2 | UnknownGrainKind | InvalidGrainMessage | InvalidGrainReply, Sharding> =>
+  send: (client: GrainClient<Msg, A, E>) => Effect.Effect<B, EB>
+): Effect.Effect<B, EB | E2 | UnknownClusterGrainKind | InvalidGrainMessage | InvalidGrainReply, Sharding> =>
   Effect.gen(function* () {
     const sharding = yield* Sharding
     const entityId = EntityId.make(key)
     const shardId = sharding.getShardId(entityId, kind.entity.getShardGroup(entityId))
     if (sharding.hasShardId(shardId) && localKind(sharding, kind.name) === undefined) {
-      return yield* new UnknownGrainKind({
+      return yield* new UnknownClusterGrainKind({
         kind: kind.name,
         key,
         detail: "this runner owns the grain's shard and no ClusterGrain.layer on it registers the kind"
@@ -217,7 +277,7 @@ export const guardedSend = <A, E, E2>(
       (e): e is DefectPassthrough => e instanceof DefectPassthrough,
       (e) => Effect.die(e.defect)
     )
-  }) as never
+  })
 
 /**
  * Decoding failures surface from the cluster as defects; they are bad input, so they become typed errors. A message
@@ -226,7 +286,10 @@ export const guardedSend = <A, E, E2>(
  */
 const defectToError = (grain: string, defect: unknown): InvalidGrainMessage | InvalidGrainReply | DefectPassthrough => {
   if (Predicate.isTagged(defect, "MalformedMessage")) {
-    return new InvalidGrainMessage({ grain, issue: String((defect as unknown as { readonly cause: unknown }).cause) })
+    return new InvalidGrainMessage({
+      grain,
+      issue: String(Predicate.hasProperty(defect, "cause") ? defect.cause : undefined)
+    })
   }
   if (defect instanceof Error && defect.name === "MalformedMessage") {
     return new InvalidGrainMessage({ grain, issue: defect.message })
