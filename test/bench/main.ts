@@ -9,7 +9,7 @@
  * --quick          smaller sizes and shorter windows (about a minute in all); sized-down rows say so
  * --json           also writes every figure to bench-results/latest.json (one object per scenario)
  * --only=<names>   runs some scenarios (comma-separated, or the flag repeated): engine, actors, actors-100k, push,
- *                  memory, burst, drain, linearity
+ *                  memory, burst, drain, linearity, tracing
  */
 import { spawnSync } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
@@ -41,7 +41,17 @@ const log = (line: string): void => {
   process.stderr.write(`${line}\n`)
 }
 
-const SCENARIOS = ["engine", "actors", "actors-100k", "push", "memory", "burst", "drain", "linearity"] as const
+const SCENARIOS = [
+  "engine",
+  "actors",
+  "actors-100k",
+  "push",
+  "memory",
+  "burst",
+  "drain",
+  "linearity",
+  "tracing"
+] as const
 type ScenarioName = (typeof SCENARIOS)[number]
 
 /** Pending-timer counts of the engine rows; the linearity scenario reuses the engine result only for the same list. */
@@ -200,6 +210,14 @@ const scenarios: ReadonlyArray<Scenario> = [
         log
       )
       return { text: formatLinearity(result), result }
+    }
+  },
+  {
+    name: "tracing",
+    run: async (quick, log) => {
+      const { formatTracing, runTracing } = await import("./tracing.js")
+      const result = await runTracing({ ticks: quick ? 100_000 : 500_000, rounds: quick ? 3 : 5 }, log)
+      return { text: formatTracing(result), result }
     }
   }
 ]
