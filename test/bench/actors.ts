@@ -190,6 +190,59 @@ export const tickwork: Design = {
   }
 }
 
+/**
+ * tickwork with Node's repeat semantics: `startTimerWithFixedDelay`, each tick `interval` after the previous one was
+ * sent. Lateness and overdue ticks are counted as for `setInterval` (due = previous handled + interval), so the two
+ * compare like for like under contention, where a fixed-rate design would also count the ticks a stall made it owe.
+ */
+export const tickworkFixedDelay: Design = {
+  name: "tickwork actors (startTimerWithFixedDelay)",
+  start: async (recorder, { actors, intervalMillis }) => {
+    const states: Array<{ due: number }> = []
+    const Ticker = Actor.make<TickerMsg>()({
+      preStart: () =>
+        Effect.sync(() => {
+          const state = { due: Number.POSITIVE_INFINITY }
+          states.push(state)
+          return state
+        }),
+      receive: (msg, ctx, state) => {
+        if (msg === "start") {
+          state.due = performance.now() + intervalMillis
+          return Effect.as(Effect.orDie(ctx.timers.startTimerWithFixedDelay("tick", "tick", intervalMillis)), state)
+        }
+        return Effect.sync(() => {
+          const now = performance.now()
+          recorder.record(now - state.due, now)
+          state.due = now + intervalMillis
+          return state
+        })
+      }
+    })
+    const runtime = ManagedRuntime.make(ActorSystem.layer({ name: "bench-actors-fixed-delay" }))
+    const t0 = performance.now()
+    const refs = await runtime.runPromise(
+      Effect.flatMap(ActorSystem.ActorSystem, (system) =>
+        Effect.forEach(
+          Array.from({ length: actors }, (_, i) => i),
+          (i) => system.spawn(Ticker, `t${i}`)
+        )
+      )
+    )
+    const spawnMillis = performance.now() - t0
+    await runtime.runPromise(Effect.forEach(refs, (ref) => ref.tell("start"), { discard: true }))
+    return {
+      stop: () => runtime.dispose(),
+      spawnMillis,
+      overdue: (now) => {
+        let n = 0
+        for (const state of states) if (state.due < now) n++
+        return n
+      }
+    }
+  }
+}
+
 export const nodeSetInterval: Design = {
   name: "node setInterval (baseline)",
   start: async (recorder, { actors, intervalMillis }) => {

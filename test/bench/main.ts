@@ -9,7 +9,7 @@
  * --quick          smaller sizes and shorter windows (about a minute in all); sized-down rows say so
  * --json           also writes every figure to bench-results/latest.json (one object per scenario)
  * --only=<names>   runs some scenarios (comma-separated, or the flag repeated): engine, actors, actors-100k, push,
- *                  memory, burst, drain, linearity, tracing, cluster
+ *                  push-contended, memory, burst, drain, linearity, tracing, cluster
  * --size=<n>       cluster: grow one PostgreSQL runner's pending set to n reminders (default 50k; the issue's 1000000)
  * --recovery=<n>   cluster: overdue reminders of each kind at a full restart (default 5k; the issue's 100000)
  */
@@ -48,6 +48,7 @@ const SCENARIOS = [
   "actors",
   "actors-100k",
   "push",
+  "push-contended",
   "memory",
   "burst",
   "drain",
@@ -175,6 +176,26 @@ const scenarios: ReadonlyArray<Scenario> = [
               maxWarmupMillis: 4_000,
               budgetMillis: 90_000
             },
+        log
+      )
+      return { text: formatPush(result), result }
+    }
+  },
+  {
+    name: "push-contended",
+    run: async (quick, log) => {
+      const { formatPush, runPushContended } = await import("./push.js")
+      const result = await runPushContended(
+        {
+          startRate: quick ? 50_000 : 50_000,
+          capRate: quick ? 400_000 : 3_200_000,
+          maxActors: 20_000,
+          bisectSteps: quick ? 0 : 2,
+          windowMillis: quick ? 1_000 : 3_000,
+          warmupMillis: quick ? 500 : 1_000,
+          maxWarmupMillis: quick ? 1_500 : 4_000,
+          budgetMillis: quick ? 15_000 : 90_000
+        },
         log
       )
       return { text: formatPush(result), result }

@@ -8,7 +8,9 @@
  * budget is spent. A rate becomes a shape (actors × interval): 100 ms timers up to `maxActors` actors, then the same
  * actors with shorter intervals, so that memory and start-up stay bounded while the rate grows.
  */
-import { type Design, nodeSetInterval, runDesign, tickwork } from "./actors.js"
+import { spawn } from "node:child_process"
+import * as os from "node:os"
+import { type Design, nodeSetInterval, runDesign, tickwork, tickworkFixedDelay } from "./actors.js"
 import { fmtInt, fmtNum, fmtPercent, fmtRate, heapAfterGc, sleep, type TargetRow, table } from "./stats.js"
 
 export interface PushOptions {
@@ -58,7 +60,9 @@ export interface PushSearch {
 }
 
 export interface PushResult {
-  readonly scenario: "push"
+  readonly scenario: "push" | "push-contended"
+  /** push-contended: how many CPU-bound processes ran beside the bench. */
+  readonly hogs?: number
   readonly options: PushOptions
   readonly criterion: { readonly minShare: number; readonly maxP99Millis: number }
   readonly tickwork: PushSearch
@@ -182,6 +186,47 @@ export const runPush = async (options: PushOptions, log: (line: string) => void)
   }
 }
 
+/**
+ * The contended variant: the same search, fixed-delay tickwork against Node's `setInterval` (both fixed-delay), while
+ * `hogs` CPU-bound processes (one per core unless told) compete for the cores. Target: ≥ 0.8x Node.
+ */
+export const runPushContended = async (
+  options: PushOptions & { readonly hogs?: number },
+  log: (line: string) => void
+): Promise<PushResult> => {
+  const hogs = options.hogs ?? os.cpus().length
+  const children = Array.from({ length: hogs }, () =>
+    spawn(process.execPath, ["-e", "let x = 0; for (;;) x = (x + 1) | 0"], { stdio: "ignore" })
+  )
+  try {
+    await sleep(500)
+    log(`  ${hogs} CPU-bound processes running (pids ${children.map((c) => c.pid).join(", ")})`)
+    const tw = await search(tickworkFixedDelay, options, log)
+    const node = await search(nodeSetInterval, options, log)
+    const ratio = tw.bestDelivered / node.bestDelivered
+    return {
+      scenario: "push-contended",
+      hogs,
+      options,
+      criterion: { minShare: MIN_SHARE, maxP99Millis: MAX_P99 },
+      tickwork: tw,
+      baselines: { nodeSetInterval: node },
+      ratioVsNode: ratio,
+      targets: [
+        {
+          target: `push under contention (${hogs} CPU-bound processes): fixed-delay tickwork ≥ 0.8x node setInterval`,
+          measured: `${fmtRate(tw.bestDelivered)}/s (${fmtNum(ratio, 2)}x)`,
+          baseline: `node ${fmtRate(node.bestDelivered)}/s${node.reachedCap ? " (cap)" : ""}`,
+          pass: ratio >= 0.8,
+          ...(node.reachedCap && tw.reachedCap ? { note: "both passed the search cap" } : {})
+        }
+      ]
+    }
+  } finally {
+    for (const child of children) child.kill("SIGKILL")
+  }
+}
+
 export const formatPush = (result: PushResult): string => {
   const searches = [result.tickwork, result.baselines.nodeSetInterval]
   const rows = searches.flatMap((s) =>
@@ -207,6 +252,12 @@ export const formatPush = (result: PushResult): string => {
     ` — ${s.probes.length} probes, ${fmtNum(s.seconds)} s`
   const { windowMillis, maxActors } = result.options
   return [
+    ...(result.hogs === undefined
+      ? []
+      : [
+          `Push under contention: ${result.hogs} CPU-bound processes beside the bench, fixed-delay timers on both ` +
+            "sides (tickwork startTimerWithFixedDelay, node setInterval)"
+        ]),
     `Push: highest tick rate into handlers with ≥ ${result.criterion.minShare * 100}% handled and p99 ≤ ` +
       `${result.criterion.maxP99Millis} ms (${windowMillis / 1000} s windows; 100 ms timers up to ` +
       `${fmtInt(maxActors)} actors, then shorter intervals; doubling, then bisecting)`,
