@@ -33,6 +33,16 @@ const crons = Number(process.env.CRONS ?? "0")
 const grains = Number(process.env.GRAINS ?? "10000")
 const sharding = JSON.parse(process.env.SHARDING ?? "{}") as Partial<ShardingConfig["Type"]>
 
+/**
+ * $ARMING=off turns local arming off, $ARMING_WINDOW sets its window; $RETENTION is `off` or a duration (processed
+ * messages kept that long). Unset: tickwork's defaults. Off and off is plain @effect/cluster's behaviour.
+ */
+const runnerOptions: Record<string, unknown> = {}
+if (process.env.ARMING === "off") runnerOptions.localArming = false
+else if (process.env.ARMING_WINDOW !== undefined) runnerOptions.localArming = { window: process.env.ARMING_WINDOW }
+if (process.env.RETENTION === "off") runnerOptions.retention = false
+else if (process.env.RETENTION !== undefined) runnerOptions.retention = process.env.RETENTION
+
 const storage = storageSpec.startsWith("pg:")
   ? ClusterRunner.postgres({ url: storageSpec.slice(3), connectTimeout: "5 seconds" })
   : ClusterRunner.sqlite(storageSpec.slice("sqlite:".length))
@@ -169,9 +179,15 @@ const sizes = Effect.gen(function* () {
     const [count] = yield* sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM ${sql(t.table)}`
     result.push({ table: t.table, rows: Number(count?.n ?? 0), bytes: Number(t.bytes) })
   }
-  const [pending] = yield* sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM cluster_messages
-    WHERE processed = ${sql.onDialectOrElse({ pg: () => false, orElse: () => 0 })}`
-  return { tables: result, pendingMessages: Number(pending?.n ?? 0) }
+  const [counts] = yield* sql<{ pending: number | string; processed: number | string }>`SELECT
+    SUM(CASE WHEN processed = ${sql.onDialectOrElse({ pg: () => false, orElse: () => 0 })} THEN 1 ELSE 0 END) AS pending,
+    SUM(CASE WHEN processed = ${sql.onDialectOrElse({ pg: () => true, orElse: () => 1 })} THEN 1 ELSE 0 END) AS processed
+    FROM cluster_messages`
+  return {
+    tables: result,
+    pendingMessages: Number(counts?.pending ?? 0),
+    processedMessages: Number(counts?.processed ?? 0)
+  }
 })
 
 const run = (
@@ -191,7 +207,7 @@ const run = (
 
 const Runner = Layer.mergeAll(ClusterGrain.layer([BenchGrain]), PlainLive, ...tickworkCrons, ...plainCrons).pipe(
   Layer.provideMerge(Reminders.layer()),
-  Layer.provideMerge(ClusterRunner.layer({ port, storage, shardingConfig: sharding })),
+  Layer.provideMerge(ClusterRunner.layer({ port, storage, shardingConfig: sharding, ...runnerOptions })),
   Layer.provideMerge(ActorSystem.layer({ name: `bench-runner-${port}` }))
 )
 
