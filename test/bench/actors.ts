@@ -97,6 +97,11 @@ export interface DesignResult {
    * queue busy and starved Node's timers and I/O.
    */
   readonly timerLagMillis: { readonly maxMillis: number; readonly meanMillis: number; readonly probes: number }
+  /**
+   * Times per second the process gave up the CPU to wait (voluntary context switches, all threads): each is a
+   * wake-up the OS must grant again, which costs scheduling delay when other processes compete for the cores.
+   */
+  readonly waitsPerSec: number
 }
 
 export interface ActorsResult {
@@ -340,12 +345,14 @@ export const runDesign = async (
   // Let the ticks delayed by the gc pause drain before the window opens.
   await recorder.until(performance.now() + Math.min(2 * intervalMillis, 500))
   recorder.open = true
+  const switches0 = process.resourceUsage().voluntaryContextSwitches
   const window = openCpuWindow()
   const probe = new TimerLagProbe()
   probe.start()
   await recorder.until(performance.now() + windowMillis)
   recorder.open = false
   const measured = window.close()
+  const switches = process.resourceUsage().voluntaryContextSwitches - switches0
   const overdueAtClose = overdue?.(performance.now())
   const timerLagMillis = probe.stop()
   const t1 = performance.now()
@@ -372,7 +379,8 @@ export const runDesign = async (
     eventLoopUtilization: measured.elu,
     heapBytesPerActor: (h1 - h0) / actors,
     stopMillis,
-    timerLagMillis
+    timerLagMillis,
+    waitsPerSec: (switches / measured.wallMillis) * 1000
   }
   log(
     `  ${design.name}: ${fmtPercent(result.share)} of ticks, p99 ${fmtNum(result.latenessMillis.p99)} ms, ` +

@@ -187,14 +187,14 @@ const scenarios: ReadonlyArray<Scenario> = [
       const { formatPush, runPushContended } = await import("./push.js")
       const result = await runPushContended(
         {
-          startRate: quick ? 50_000 : 50_000,
+          startRate: 25_000,
           capRate: quick ? 400_000 : 3_200_000,
           maxActors: 20_000,
-          bisectSteps: quick ? 0 : 2,
+          bisectSteps: quick ? 1 : 2,
           windowMillis: quick ? 1_000 : 3_000,
           warmupMillis: quick ? 500 : 1_000,
           maxWarmupMillis: quick ? 1_500 : 4_000,
-          budgetMillis: quick ? 15_000 : 90_000
+          budgetMillis: quick ? 30_000 : 90_000
         },
         log
       )
