@@ -73,6 +73,15 @@ export interface ClusterOptions {
 
 const PG_URL = process.env.TICKWORK_BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/tw_bench"
 const FAR = 86_400_000
+const PHASE_NAMES = ["plain", "armed", "cron", "growth", "recovery", "killed"] as const
+type PhaseName = (typeof PHASE_NAMES)[number]
+/** `TICKWORK_BENCH_CLUSTER_PHASES=armed,cron` runs some phases only (to re-measure a figure); unset: all. */
+const PHASES = process.env.TICKWORK_BENCH_CLUSTER_PHASES?.split(",").map((name) => {
+  const known = PHASE_NAMES.find((p) => p === name.trim())
+  if (known === undefined) throw new Error(`TICKWORK_BENCH_CLUSTER_PHASES: unknown phase "${name}" (${PHASE_NAMES})`)
+  return known
+})
+
 /** Whether this checkout has local arming and retention (`ClusterRunner.layer({ localArming, retention })`). */
 const ARMING = fs.existsSync(
   path.join(path.dirname(fileURLToPath(import.meta.url)), "../../src/cluster/internal/arming.ts")
@@ -646,17 +655,18 @@ const recoveryPhase = async (
   log: (line: string) => void
 ): Promise<RecoveryResult> => {
   const n = options.recovery
-  const sample = Math.max(50, Math.round(n / 50))
-  const deliveries = new Deliveries(2 * n + 2 * sample)
+  const sample = Math.max(100, Math.round(n / 20))
+  const deliveries = new Deliveries(2 * n + 2 * sample + 100)
   let runners = await startAll(3, storage, deliveries)
   try {
     const ids = { t: { from: 0, to: n }, p: { from: n, to: 2 * n } }
     const all = new Ids()
     all.take(2 * n)
+    await sampleRate(runners[0]!, all, 50, options.concurrency) // warm-up
     const rate = await sampleRate(runners[0]!, all, sample, options.concurrency)
-    // Registration must end before the first is due (else some are delivered before the kill): twice the
+    // Registration must end before the first is due (else some are delivered before the kill): 1.5 times the
     // sampled time, and 3 s more.
-    const dueFrom = Date.now() + Math.ceil(((2 * n) / rate) * 2000) + 3_000
+    const dueFrom = Date.now() + Math.ceil(((2 * n) / rate) * 1500) + 3_000
     let retries = 0
     for (const system of SYSTEMS) {
       retries += (await register(runners[0]!, system, ids[system], dueFrom, dueFrom + 1_000, options.concurrency))
@@ -729,15 +739,16 @@ const killedPhase = async (
 ): Promise<KilledResult> => {
   const n = options.killed
   const w = options.killedWindowMillis
-  const sample = Math.max(50, Math.round(n / 50))
-  const deliveries = new Deliveries(2 * n + 2 * sample)
+  const sample = Math.max(100, Math.round(n / 20))
+  const deliveries = new Deliveries(2 * n + 2 * sample + 100)
   const runners = await startAll(3, storage, deliveries)
   try {
     const ids = { t: { from: 0, to: n }, p: { from: n, to: 2 * n } }
     const all = new Ids()
     all.take(2 * n)
+    await sampleRate(runners[0]!, all, 50, options.concurrency) // warm-up
     const rate = await sampleRate(runners[0]!, all, sample, options.concurrency)
-    const dueFrom = Date.now() + Math.ceil(((2 * n) / rate) * 2000) + 3_000
+    const dueFrom = Date.now() + Math.ceil(((2 * n) / rate) * 1500) + 3_000
     let retries = 0
     for (const system of SYSTEMS) {
       retries += (await register(runners[0]!, system, ids[system], dueFrom, dueFrom + w, options.concurrency)).retries
@@ -828,16 +839,25 @@ const runStorage = async (
       remove()
     }
   }
-  const oneRunnerResult = await phase("one runner", (s) => oneRunner(s, options, log))
-  const armed = ARMING ? await phase("one runner, armed", (s) => armedRunner(s, options, log)) : undefined
+  const wanted = (name: PhaseName) => PHASES === undefined || PHASES.includes(name)
+  const oneRunnerResult = wanted("plain") ? await phase("one runner", (s) => oneRunner(s, options, log)) : undefined
+  const armed =
+    ARMING && wanted("armed") ? await phase("one runner, armed", (s) => armedRunner(s, options, log)) : undefined
   const cron: Array<CronResult> = []
-  for (const on of ARMING ? [false, true] : [false]) {
+  for (const on of !wanted("cron") ? [] : ARMING ? [false, true] : [false]) {
     const c = await phase(`cron, arming ${on ? "on" : "off"}`, (s) => cronPhase(s, options, on, log))
     if (c !== undefined) cron.push(c)
   }
-  const growth = kind === "pg" ? await phase("pending set growth", (s) => growthPhase(s, options, log)) : undefined
-  const recovery = await phase("recovery after a full restart", (s) => recoveryPhase(s, options, log))
-  const killed = await phase("three runners, one killed", (s) => killedPhase(s, options, log))
+  const growth =
+    kind === "pg" && wanted("growth")
+      ? await phase("pending set growth", (s) => growthPhase(s, options, log))
+      : undefined
+  const recovery = wanted("recovery")
+    ? await phase("recovery after a full restart", (s) => recoveryPhase(s, options, log))
+    : undefined
+  const killed = wanted("killed")
+    ? await phase("three runners, one killed", (s) => killedPhase(s, options, log))
+    : undefined
   return {
     storage: name,
     load,
