@@ -127,6 +127,9 @@ export interface Storage {
   readonly spec: string
 }
 
+/** Every runner started, so that a phase can show what its runners wrote to stderr (warnings, errors). */
+export const started: Array<RunnerProcess> = []
+
 export const startRunner = async (
   index: number,
   storage: Storage,
@@ -193,7 +196,7 @@ export const startRunner = async (
   child.stderr!.on("data", (chunk: string) => {
     stderr = (stderr + chunk).slice(-8000)
   })
-  return {
+  const runner: RunnerProcess = {
     index,
     port,
     child,
@@ -214,6 +217,8 @@ export const startRunner = async (
         child.stdin!.write(`${JSON.stringify(command)}\n`)
       })
   }
+  started.push(runner)
+  return runner
 }
 
 const sleep = (millis: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, millis))

@@ -31,6 +31,7 @@ import {
   type RunnerProcess,
   type Storage,
   type System,
+  started,
   startRunner,
   stop,
   tempDir
@@ -828,6 +829,7 @@ const runStorage = async (
   const phase = async <A>(label: string, f: (storage: Storage) => Promise<A>): Promise<A | undefined> => {
     log(`cluster ${name}: ${label} (load average ${loadAverage()})`)
     const { storage, remove } = await freshStorage(kind)
+    const first = started.length
     try {
       return await f(storage)
     } catch (error) {
@@ -837,6 +839,15 @@ const runStorage = async (
       return undefined
     } finally {
       remove()
+      // What the runners warned about: the first lines of each, so a stalled phase says why.
+      for (const runner of started.slice(first)) {
+        const lines = runner
+          .errors()
+          .split("\n")
+          .filter((line) => line.trim() !== "")
+        if (lines.length > 0)
+          log(`  runner ${runner.index} stderr (${lines.length} lines): ${lines.slice(0, 3).join(" | ").slice(0, 600)}`)
+      }
     }
   }
   const wanted = (name: PhaseName) => PHASES === undefined || PHASES.includes(name)
