@@ -194,7 +194,7 @@ const scenarios: ReadonlyArray<Scenario> = [
           windowMillis: quick ? 1_000 : 3_000,
           warmupMillis: quick ? 500 : 1_000,
           maxWarmupMillis: quick ? 1_500 : 4_000,
-          budgetMillis: quick ? 30_000 : 90_000
+          budgetMillis: quick ? 60_000 : 120_000
         },
         log
       )

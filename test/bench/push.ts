@@ -275,7 +275,7 @@ export const runPushContended = async (
       targets: [
         {
           target: `push under contention (${hogs} CPU-bound processes): fixed-delay tickwork ≥ 0.8x node setInterval`,
-          measured: `${fmtRate(tw.bestDelivered)}/s (${fmtNum(ratio, 2)}x)`,
+          measured: `${fmtRate(tw.bestDelivered)}/s (${Number.isFinite(ratio) ? `${fmtNum(ratio, 2)}x` : "node passed none"})`,
           baseline: `node ${fmtRate(node.bestDelivered)}/s${node.reachedCap ? " (cap)" : ""}`,
           pass: ratio >= 0.8,
           ...(node.reachedCap && tw.reachedCap ? { note: "both passed the search cap" } : {})
