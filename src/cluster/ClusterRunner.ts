@@ -25,6 +25,7 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as internal from "./internal/runner.js"
 
@@ -235,9 +236,60 @@ export interface Options {
   readonly tablePrefix?: string
   /** Overrides of `defaultShardingConfig` and @effect/cluster's other settings (`shardsPerGroup`, ...). */
   readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]>
+  /**
+   * Local arming (on by default): reminder occurrences and cron instants due within `window` (default twice
+   * `entityMessagePollInterval`, 2 seconds; at least the poll interval) are armed on a tickwork timer engine of this
+   * runner, which reads storage at their instant, so they are delivered then rather than at the next storage poll.
+   * Storage stays the source of truth (docs/cluster.md, "Local arming"). `false` turns it off: delivery then waits
+   * for the next poll, as with plain @effect/cluster.
+   */
+  readonly localArming?: false | { readonly window?: Duration.DurationInput }
+  /**
+   * How long the rows of a processed message (a delivered reminder occurrence, a handled cron instant, an answered
+   * tell or ask) stay in `<prefix>_messages` and `<prefix>_replies` after its final reply (default 1 hour, at least
+   * 1 minute); every runner sweeps them away in batches. Pending messages are never touched. `false` keeps them
+   * forever, as plain @effect/cluster does.
+   */
+  readonly retention?: false | Duration.DurationInput
 }
 
 const TABLE_PREFIX = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/
+
+/** The default of `Options.retention`. */
+const DEFAULT_RETENTION_MILLIS = 60 * 60 * 1000
+
+/** The retention period in millis (undefined: kept forever), or an issue when the option is bad. */
+const retentionPeriod = (retention: Options["retention"], issues: Array<string>): number | undefined => {
+  if (retention === false) return undefined
+  if (retention === undefined) return DEFAULT_RETENTION_MILLIS
+  const decoded = Duration.decodeUnknown(retention)
+  if (Option.isNone(decoded) || !Duration.isFinite(decoded.value) || Duration.toMillis(decoded.value) < 60_000) {
+    issues.push(`retention: ${String(retention)} is not a finite duration of at least 1 minute`)
+    return undefined
+  }
+  return Duration.toMillis(decoded.value)
+}
+
+/** The local arming window in millis (undefined: off), or an issue when the option is bad. */
+const armingWindow = (
+  localArming: Options["localArming"],
+  pollInterval: Duration.DurationInput,
+  issues: Array<string>
+): number | undefined => {
+  if (localArming === false) return undefined
+  const poll = Duration.decodeUnknown(pollInterval)
+  const pollMillis = Option.isSome(poll) && Duration.isFinite(poll.value) ? Duration.toMillis(poll.value) : 1_000
+  if (localArming === undefined || localArming.window === undefined) return Math.max(2 * pollMillis, 1)
+  const window = Duration.decodeUnknown(localArming.window)
+  if (Option.isNone(window) || !Duration.isFinite(window.value) || Duration.toMillis(window.value) < pollMillis) {
+    issues.push(
+      `localArming.window: ${String(localArming.window)} is not a finite duration of at least ` +
+        `entityMessagePollInterval (${pollMillis} ms)`
+    )
+    return undefined
+  }
+  return Duration.toMillis(window.value)
+}
 
 const validate = (options: Options | undefined) =>
   Effect.suspend(() => {
@@ -261,6 +313,10 @@ const validate = (options: Options | undefined) =>
     if (shardsPerGroup !== undefined && !(Number.isInteger(shardsPerGroup) && shardsPerGroup > 0)) {
       issues.push(`shardingConfig.shardsPerGroup: ${shardsPerGroup} is not a positive integer`)
     }
+    const pollInterval =
+      options?.shardingConfig?.entityMessagePollInterval ?? defaultShardingConfig.entityMessagePollInterval!
+    const armingWindowMillis = armingWindow(options?.localArming, pollInterval, issues)
+    const retentionMillis = retentionPeriod(options?.retention, issues)
     if (issues.length > 0) return Effect.fail(new InvalidClusterRunnerOptions({ issues }))
     const config: ShardingConfig.ShardingConfig["Type"] = {
       ...ShardingConfig.defaults,
@@ -269,7 +325,7 @@ const validate = (options: Options | undefined) =>
       ...options?.shardingConfig
     }
     const advisoryLocks = options?.shardingConfig?.shardLockDisableAdvisory === undefined ? "auto" : "as configured"
-    return Effect.succeed({ storage, prefix, config, advisoryLocks } as const)
+    return Effect.succeed({ storage, prefix, config, advisoryLocks, armingWindowMillis, retentionMillis } as const)
   })
 
 const unavailable = (storage: Storage) => (reason: string) =>
@@ -316,9 +372,9 @@ export const layerStorage = (
  */
 export const layer = (options?: Options): Layer.Layer<Services, ClusterRunnerError | SocketServer.SocketServerError> =>
   Layer.unwrapEffect(
-    Effect.map(validate(options), ({ advisoryLocks, config, prefix, storage }) =>
+    Effect.map(validate(options), ({ storage, ...runner }) =>
       internal
-        .layerSocketRunner({ config, prefix, advisoryLocks, onUnavailable: unavailable(storage) })
+        .layerSocketRunner({ ...runner, onUnavailable: unavailable(storage) })
         .pipe(Layer.provideMerge(layerStorage(storage)))
     )
   )
@@ -337,6 +393,10 @@ export interface TestOptions {
   /** Default `"cluster"`. */
   readonly tablePrefix?: string
   readonly shardingConfig?: Partial<ShardingConfig.ShardingConfig["Type"]>
+  /** As `Options.localArming`: on by default, `false` turns it off. */
+  readonly localArming?: false | { readonly window?: Duration.DurationInput }
+  /** As `Options.retention`: 1 hour by default, `false` keeps processed messages forever. */
+  readonly retention?: false | Duration.DurationInput
 }
 
 /**
@@ -361,10 +421,8 @@ export const layerTestRunner = (
   options?: Omit<TestOptions, "storage">
 ): Layer.Layer<Exclude<Services, SqlClient.SqlClient>, ClusterRunnerError, SqlClient.SqlClient> =>
   Layer.unwrapEffect(
-    Effect.map(
-      validate({ ...options, port: options?.port ?? 1, host: "test-runner" }),
-      ({ advisoryLocks, config, prefix, storage }) =>
-        internal.layerLocalRunner({ config, prefix, advisoryLocks, onUnavailable: unavailable(storage) })
+    Effect.map(validate({ ...options, port: options?.port ?? 1, host: "test-runner" }), ({ storage, ...runner }) =>
+      internal.layerLocalRunner({ ...runner, onUnavailable: unavailable(storage) })
     )
   )
 

@@ -221,6 +221,19 @@ export type RegisterError =
   | GrainSendTimeout
 
 /**
+ * One reminder of a batch for `registerManyFor`: the grain's key, the reminder's name, its message and schedule.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Registration<Msg> {
+  readonly key: string
+  readonly name: string
+  readonly message: Msg
+  readonly schedule: ReminderSchedule
+}
+
+/**
  * The reminders service of a runner.
  *
  * @since 0.1.0
@@ -235,6 +248,14 @@ export interface RemindersService {
     message: unknown,
     schedule: ReminderSchedule
   ) => Effect.Effect<ReminderInfo, RegisterError>
+  /**
+   * Registers (or replaces) many reminders of grain kind `kind`, all or none: every registration is checked first
+   * (the first bad one fails the batch before anything is written), the rows go in one transaction.
+   */
+  readonly registerMany: (
+    kind: KindWire,
+    registrations: Iterable<Registration<unknown>>
+  ) => Effect.Effect<ReadonlyArray<ReminderInfo>, RegisterError>
   /** Removes reminder `name`; true when it existed. An occurrence already persisted is dropped when it arrives. */
   readonly unregister: (kind: KindWire, key: string, name: string) => Effect.Effect<boolean, ReminderStorageError>
   /** The grain's reminders, by name. */
@@ -341,6 +362,18 @@ const nextOccurrence = (row: ReminderSql.ReminderRow, due: number, now: number):
   return undefined
 }
 
+/** A checked registration: the grain's key and the row to write. */
+interface Prepared {
+  readonly key: string
+  readonly row: ReminderSql.ReminderRow
+}
+
+/** A reminder's identity within a kind. */
+const idOf = (key: string, name: string): string => JSON.stringify([key, name])
+
+/** Occurrences of a batch sent at once (each is one statement; PostgreSQL runs them on several connections). */
+const SEND_CONCURRENCY = 16
+
 const toInfo = (row: ReminderSql.ReminderRow): ReminderInfo => ({
   name: row.name,
   nextDue: row.nextDue,
@@ -393,10 +426,11 @@ export const layer = (
       )
       const withSharding = Effect.provideService(Sharding, sharding)
 
-      const register: RemindersService["register"] = (kind, key, name, message, schedule) =>
+      /** Checks one registration and makes its row and first occurrence; nothing is written. */
+      const prepare = (kind: KindWire, now: number, registration: Registration<unknown>) =>
         Effect.gen(function* () {
+          const { key, message, name, schedule } = registration
           if (typeof name !== "string" || name.length === 0) return yield* new InvalidReminderName({ name })
-          const now = yield* Clock.currentTimeMillis
           const first = yield* firstOccurrence(name, schedule, now)
           const encoded = yield* encodeMessage(kind, key, message)
           const generation = String(yield* sharding.getSnowflake)
@@ -409,22 +443,76 @@ export const layer = (
             cron: schedule._tag === "Cron" ? schedule.expression : undefined,
             timeZone: schedule._tag === "Cron" ? (schedule.timeZone ?? "UTC") : undefined
           }
-          // The row first: an occurrence that arrives before its row would be dropped as stale. If the send
-          // fails, the row is taken back so no reminder is listed that will never fire, and a reminder it was to
-          // replace is put back as it was (its occurrence is still persisted, and its generation current again).
-          const previous = yield* storage("register")(table.get(kind.name, key, name))
-          yield* storage("register")(table.upsert(kind.name, key, row))
-          yield* sendOccurrence(kind, key, new ReminderDelivery({ name, generation, due: first.due })).pipe(
+          return { key, row }
+        })
+
+      /**
+       * The rows first (one statement, or one transaction of multi-row statements for a batch), since an occurrence
+       * that arrives before its row would be dropped as stale; then the first occurrences. The sends stay outside the
+       * transaction: a send can wait for the runner to acquire the grain's shard, which takes SQL of its own (on
+       * SQLite, the one connection a transaction would hold). If a send fails, the rows are taken back so no
+       * reminder is listed that will never fire, and the reminders they were to replace are put back as they were
+       * (their occurrences are still persisted, their generations current again).
+       */
+      const write = (kind: KindWire, prepared: ReadonlyArray<Prepared>) =>
+        Effect.gen(function* () {
+          const previous = yield* storage("register")(
+            prepared.length === 1
+              ? Effect.map(table.get(kind.name, prepared[0]!.key, prepared[0]!.row.name), (row) =>
+                  row === undefined ? [] : [{ key: prepared[0]!.key, row }]
+                )
+              : table.byKeys(kind.name, Array.from(new Set(prepared.map(({ key }) => key))))
+          )
+          const replaced = new Map(previous.map((entry) => [idOf(entry.key, entry.row.name), entry.row]))
+          yield* storage("register")(
+            prepared.length === 1
+              ? table.upsert(kind.name, prepared[0]!.key, prepared[0]!.row)
+              : sql.withTransaction(table.upsertMany(kind.name, prepared))
+          )
+          yield* Effect.forEach(
+            prepared,
+            ({ key, row }) =>
+              sendOccurrence(
+                kind,
+                key,
+                new ReminderDelivery({ name: row.name, generation: row.generation, due: row.nextDue })
+              ),
+            { discard: true, concurrency: SEND_CONCURRENCY }
+          ).pipe(
             withSharding,
             Effect.tapError(() =>
-              Effect.ignore(
-                Effect.flatMap(table.remove(kind.name, key, name, generation), (removed) =>
-                  removed && previous !== undefined ? table.upsert(kind.name, key, previous) : Effect.void
-                )
+              Effect.forEach(
+                prepared,
+                ({ key, row }) =>
+                  Effect.ignore(
+                    Effect.flatMap(table.remove(kind.name, key, row.name, row.generation), (removed) => {
+                      const before = replaced.get(idOf(key, row.name))
+                      return removed && before !== undefined ? table.upsert(kind.name, key, before) : Effect.void
+                    })
+                  ),
+                { discard: true }
               )
             )
           )
-          return toInfo(row)
+        })
+
+      const register: RemindersService["register"] = (kind, key, name, message, schedule) =>
+        Effect.gen(function* () {
+          const prepared = yield* prepare(kind, yield* Clock.currentTimeMillis, { key, name, message, schedule })
+          yield* write(kind, [prepared])
+          return toInfo(prepared.row)
+        })
+
+      const registerMany: RemindersService["registerMany"] = (kind, registrations) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          // Every registration is checked before anything is written: bad input registers nothing.
+          const prepared = yield* Effect.forEach(registrations, (registration) => prepare(kind, now, registration))
+          // The same (key, name) twice: the later one wins, as registering twice in a row would.
+          const unique = new Map<string, Prepared>()
+          for (const entry of prepared) unique.set(idOf(entry.key, entry.row.name), entry)
+          if (unique.size > 0) yield* write(kind, Array.from(unique.values()))
+          return prepared.map((entry) => toInfo(entry.row))
         })
 
       const deliver: RemindersService["deliver"] = (kind, key, delivery, handle) =>
@@ -464,6 +552,7 @@ export const layer = (
 
       return {
         register,
+        registerMany,
         unregister: (kind, key, name) => storage("unregister")(table.remove(kind.name, key, name)),
         list: (kind, key) => storage("list")(Effect.map(table.list(kind.name, key), (rows) => rows.map(toInfo))),
         hostedKind: (name) => localKind(sharding, name),
@@ -651,3 +740,40 @@ export const listFor = (
   key: string
 ): Effect.Effect<ReadonlyArray<ReminderInfo>, ReminderStorageError, Reminders> =>
   Effect.flatMap(Reminders, (service) => service.list(kind, key))
+
+/**
+ * From anywhere on a runner with the service: registers (or replaces) many reminders of grains of one kind, all or
+ * none. Each registration is checked first (the same typed errors as `registerFor`); the first bad one fails the
+ * whole batch and nothing is written. The rows are written in one transaction, then the first occurrences are sent;
+ * if a send fails, the batch's rows are taken back and the reminders they replaced restored. The same (key, name)
+ * twice in a batch: the later one wins. Succeeds with the registered reminders, in the order given.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { Grain } from "tickwork"
+ * import { ClusterGrain, Reminders } from "tickwork/cluster"
+ *
+ * const Invoice = ClusterGrain.make(
+ *   Grain.make<string>()({ name: "invoice", onReceive: (ctx) => Effect.logInfo(ctx.message) }),
+ *   { message: Schema.String }
+ * )
+ * const program = Reminders.registerManyFor(
+ *   Invoice,
+ *   ["inv-7", "inv-8", "inv-9"].map((key) => ({
+ *     key,
+ *     name: "dunning",
+ *     message: "send reminder",
+ *     schedule: Reminders.after("14 days")
+ *   }))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const registerManyFor = <Msg>(
+  kind: ClusterGrain<Msg, any, any, any>,
+  registrations: Iterable<Registration<NoInfer<Msg>>>
+): Effect.Effect<ReadonlyArray<ReminderInfo>, RegisterError, Reminders> =>
+  Effect.flatMap(Reminders, (service) => service.registerMany(kind, registrations))

@@ -120,6 +120,22 @@ describe("ClusterRunner options", () => {
         )
       )
       assert.include(timeout.message, "connectTimeout")
+      // Local arming's window below the poll interval (it would leave instants unarmed) and a retention too short
+      // for a waiting client to read its reply.
+      for (const [options, words] of [
+        [{ localArming: { window: "500 millis" } }, ["localArming.window: 500 millis", "1000 ms"]],
+        [
+          { localArming: { window: "2 seconds" }, shardingConfig: { entityMessagePollInterval: "5 seconds" } },
+          ["5000 ms"]
+        ],
+        [{ localArming: { window: Number.NaN } }, ["localArming.window: NaN"]],
+        [{ retention: "59 seconds" }, ["retention: 59 seconds", "at least 1 minute"]],
+        [{ retention: Number.POSITIVE_INFINITY }, ["retention: Infinity"]]
+      ] as const) {
+        const bad = failureOf(yield* tryBuild(ClusterRunner.layerTest(options)))
+        assert.strictEqual(bad._tag, "InvalidClusterRunnerOptions")
+        for (const word of words) assert.include(bad.message, word)
+      }
     })
   )
 

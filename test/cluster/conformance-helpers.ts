@@ -48,7 +48,7 @@ export const advance = (seconds: number, settleMillis = 0): Effect.Effect<void> 
 export const startRunner = (
   storage: Context.Context<SqlClient.SqlClient>,
   port: number,
-  options?: { readonly tablePrefix?: string }
+  options?: Omit<ClusterRunner.TestOptions, "storage" | "port">
 ) =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()

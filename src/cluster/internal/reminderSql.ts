@@ -37,9 +37,27 @@ const toRow = (raw: RawRow): ReminderRow => ({
   timeZone: raw.time_zone ?? undefined
 })
 
+/** Rows per multi-row upsert: 9 parameters each, well under SQLite's and PostgreSQL's parameter limits. */
+export const UPSERT_CHUNK = 500
+
+const chunks = <A>(items: ReadonlyArray<A>): ReadonlyArray<ReadonlyArray<A>> =>
+  Array.from({ length: Math.ceil(items.length / UPSERT_CHUNK) }, (_, i) =>
+    items.slice(i * UPSERT_CHUNK, (i + 1) * UPSERT_CHUNK)
+  )
+
 export interface ReminderSql {
   readonly upsert: (kind: string, key: string, row: ReminderRow) => Effect.Effect<void, SqlError>
+  /** `upsert` of many rows, `UPSERT_CHUNK` per statement; a (key, name) must appear once. */
+  readonly upsertMany: (
+    kind: string,
+    rows: ReadonlyArray<{ readonly key: string; readonly row: ReminderRow }>
+  ) => Effect.Effect<void, SqlError>
   readonly get: (kind: string, key: string, name: string) => Effect.Effect<ReminderRow | undefined, SqlError>
+  /** The rows of the grains `keys` of `kind`, by key, `UPSERT_CHUNK` keys per statement. */
+  readonly byKeys: (
+    kind: string,
+    keys: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<{ readonly key: string; readonly row: ReminderRow }>, SqlError>
   readonly list: (kind: string, key: string) => Effect.Effect<ReadonlyArray<ReminderRow>, SqlError>
   /** Moves the reminder to its next occurrence, only if `generation` is still current. */
   readonly advance: (
@@ -70,16 +88,41 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
       time_zone TEXT,
       PRIMARY KEY (kind, grain_key, name)
     )`)
+    const columns = (kind: string, key: string, row: ReminderRow) => ({
+      kind,
+      grain_key: key,
+      name: row.name,
+      generation: row.generation,
+      message: row.message,
+      next_due: row.nextDue,
+      period_millis: row.periodMillis ?? null,
+      cron: row.cron ?? null,
+      time_zone: row.timeZone ?? null
+    })
+    const onConflict = sql`ON CONFLICT (kind, grain_key, name) DO UPDATE SET
+      generation = excluded.generation, message = excluded.message, next_due = excluded.next_due,
+      period_millis = excluded.period_millis, cron = excluded.cron, time_zone = excluded.time_zone`
     const select = sql`SELECT name, generation, message, next_due, period_millis, cron, time_zone FROM ${table}`
     return {
       upsert: (kind, key, row) =>
-        Effect.asVoid(sql`INSERT INTO ${table}
-          (kind, grain_key, name, generation, message, next_due, period_millis, cron, time_zone)
-          VALUES (${kind}, ${key}, ${row.name}, ${row.generation}, ${row.message}, ${row.nextDue},
-            ${row.periodMillis ?? null}, ${row.cron ?? null}, ${row.timeZone ?? null})
-          ON CONFLICT (kind, grain_key, name) DO UPDATE SET
-            generation = excluded.generation, message = excluded.message, next_due = excluded.next_due,
-            period_millis = excluded.period_millis, cron = excluded.cron, time_zone = excluded.time_zone`),
+        Effect.asVoid(sql`INSERT INTO ${table} ${sql.insert(columns(kind, key, row))} ${onConflict}`),
+      upsertMany: (kind, rows) =>
+        Effect.forEach(
+          chunks(rows),
+          (chunk) =>
+            sql`INSERT INTO ${table} ${sql.insert(chunk.map(({ key, row }) => columns(kind, key, row)))} ${onConflict}`,
+          { discard: true }
+        ),
+      byKeys: (kind, keys) =>
+        Effect.map(
+          Effect.forEach(
+            chunks(keys),
+            (chunk) =>
+              sql<RawRow & { readonly grain_key: string }>`SELECT grain_key, name, generation, message, next_due,
+              period_millis, cron, time_zone FROM ${table} WHERE kind = ${kind} AND ${sql.in("grain_key", chunk)}`
+          ),
+          (results) => results.flat().map((raw) => ({ key: raw.grain_key, row: toRow(raw) }))
+        ),
       get: (kind, key, name) =>
         Effect.map(sql<RawRow>`${select} WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name}`, (rows) =>
           rows[0] === undefined ? undefined : toRow(rows[0])

@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import type * as MessageStorage from "@effect/cluster/MessageStorage"
+import * as MessageStorage from "@effect/cluster/MessageStorage"
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as RunnerHealth from "@effect/cluster/RunnerHealth"
 import type * as RunnerStorage from "@effect/cluster/RunnerStorage"
@@ -30,6 +30,8 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
+import * as Arming from "./arming.js"
+import * as Retention from "./retention.js"
 
 /** Where a runner keeps its messages, shard locks and tickwork's own tables. */
 export type Storage =
@@ -130,7 +132,8 @@ export const layerSqlClient = <E>(
  */
 export const layerClusterStorage = <E>(
   prefix: string,
-  onUnavailable: (reason: string) => E
+  onUnavailable: (reason: string) => E,
+  arming?: Arming.Arming
 ): Layer.Layer<
   MessageStorage.MessageStorage | RunnerStorage.RunnerStorage,
   E,
@@ -141,8 +144,62 @@ export const layerClusterStorage = <E>(
       Cause.isInterruptedOnly(cause)
         ? Layer.failCause(cause as Cause.Cause<never>)
         : Layer.fail(onUnavailable(reasonOf(cause)))
+    ),
+    Layer.map((context) =>
+      arming === undefined
+        ? context
+        : Context.add(
+            context,
+            MessageStorage.MessageStorage,
+            arming.wrap(Context.get(context, MessageStorage.MessageStorage))
+          )
     )
   )
+
+/**
+ * A runner's layers with what tickwork adds to @effect/cluster's: local arming (`arming.ts`) when
+ * `armingWindowMillis` is set (the messages storage is wrapped to scan after each read, and the arming is given the
+ * read trigger of the runner's `Sharding`), and the retention sweeper (`retention.ts`) when `retentionMillis` is.
+ */
+const withRunnerServices = <E, R>(
+  options: RunnerOptions,
+  runner: (arming: Arming.Arming | undefined) => Layer.Layer<ClusterServices, E, R>
+): Layer.Layer<ClusterServices, E, R | SqlClient.SqlClient> =>
+  options.armingWindowMillis === undefined && options.retentionMillis === undefined
+    ? runner(undefined)
+    : Layer.unwrapScoped(
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const scope = yield* Effect.scope
+          const arming =
+            options.armingWindowMillis === undefined
+              ? undefined
+              : yield* Arming.make(sql, options.prefix, options.armingWindowMillis)
+          const retentionMillis = options.retentionMillis
+          return runner(arming).pipe(
+            Layer.tap((context) =>
+              Effect.gen(function* () {
+                arming?.attach(Context.get(context, Sharding.Sharding).pollStorage)
+                if (retentionMillis === undefined) return
+                // After the runner: its storage has created the tables the sweeper indexes. A storage that fails
+                // here delays retention (retried every minute), never the runner.
+                const sweeper = Retention.make(sql, options.prefix, retentionMillis).pipe(
+                  Effect.tapErrorCause((cause) =>
+                    Effect.logWarning("retention: could not prepare the sweeper, retrying in a minute", cause)
+                  ),
+                  Effect.retry(Schedule.spaced("1 minute"))
+                )
+                yield* Effect.forkIn(
+                  Effect.flatMap(sweeper, (ready) => ready.run).pipe(
+                    Effect.annotateLogs({ module: "ClusterRunner", fiber: "retention" })
+                  ),
+                  scope
+                )
+              })
+            )
+          )
+        })
+      )
 
 /**
  * The runner's sharding config. @effect/cluster 0.60.2 numbers its PostgreSQL advisory locks by shard only, not by
@@ -165,6 +222,10 @@ export interface RunnerOptions {
   readonly config: ShardingConfig.ShardingConfig["Type"]
   readonly prefix: string
   readonly advisoryLocks: "auto" | "as configured"
+  /** The local arming window; undefined turns local arming off. */
+  readonly armingWindowMillis: number | undefined
+  /** How long processed messages are kept; undefined keeps them forever. */
+  readonly retentionMillis: number | undefined
 }
 
 export type ClusterServices = Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage | Tables
@@ -182,13 +243,17 @@ export const layerSocketRunner = <E>(
     Layer.provide(Runners.layerRpc),
     Layer.provide(NodeClusterSocket.layerClientProtocol)
   )
-  return transport.pipe(
-    Layer.provide(health),
-    Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable)),
-    Layer.provide(config),
-    Layer.provide(RpcSerialization.layerMsgPack),
-    Layer.provideMerge(Layer.succeed(Tables, { prefix: options.prefix }))
-  ) as Layer.Layer<ClusterServices, E | SocketServer.SocketServerError, SqlClient.SqlClient>
+  return withRunnerServices(
+    options,
+    (arming) =>
+      transport.pipe(
+        Layer.provide(health),
+        Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable, arming)),
+        Layer.provide(config),
+        Layer.provide(RpcSerialization.layerMsgPack),
+        Layer.provideMerge(Layer.succeed(Tables, { prefix: options.prefix }))
+      ) as Layer.Layer<ClusterServices, E | SocketServer.SocketServerError, SqlClient.SqlClient>
+  )
 }
 
 /**
@@ -198,13 +263,17 @@ export const layerSocketRunner = <E>(
 export const layerLocalRunner = <E>(
   options: RunnerOptions & { readonly onUnavailable: (reason: string) => E }
 ): Layer.Layer<ClusterServices, E, SqlClient.SqlClient> =>
-  Sharding.layer.pipe(
-    Layer.provideMerge(Runners.layerNoop),
-    Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable)),
-    Layer.provide(RunnerHealth.layerNoop),
-    Layer.provide(layerShardingConfig(options)),
-    Layer.provideMerge(Layer.succeed(Tables, { prefix: options.prefix }))
-  ) as Layer.Layer<ClusterServices, E, SqlClient.SqlClient>
+  withRunnerServices(
+    options,
+    (arming) =>
+      Sharding.layer.pipe(
+        Layer.provideMerge(Runners.layerNoop),
+        Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable, arming)),
+        Layer.provide(RunnerHealth.layerNoop),
+        Layer.provide(layerShardingConfig(options)),
+        Layer.provideMerge(Layer.succeed(Tables, { prefix: options.prefix }))
+      ) as Layer.Layer<ClusterServices, E, SqlClient.SqlClient>
+  )
 
 export const runnerAddress = (host: string, port: number): Option.Option<RunnerAddress.RunnerAddress> =>
   Option.some(RunnerAddress.make(host, port))

@@ -1,0 +1,170 @@
+/**
+ * `Reminders.registerManyFor`: many reminders in one transaction, all or none, with the typed errors of
+ * `registerFor` for bad input.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Clock, Effect, Exit, Layer, Schema, Scope, TestClock } from "effect"
+import { ActorSystem, Grain } from "tickwork"
+import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
+import { advance } from "./conformance-helpers.js"
+
+const Msg = Schema.TaggedStruct("Wake", { label: Schema.String })
+type Msg = typeof Msg.Type
+
+const makeSubject = () => {
+  const delivered: Array<string> = []
+  const kind = ClusterGrain.make(
+    Grain.make<Msg>()({
+      name: "batched",
+      onReceive: (ctx) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.sync(() => delivered.push(`${ctx.identity.key}:${ctx.message.label}@${now}`))
+        )
+    }),
+    { message: Msg }
+  )
+  return { delivered, kind }
+}
+
+const wake = (label: string): Msg => ({ _tag: "Wake", label })
+
+const listed = (kind: ClusterGrain.ClusterGrain<Msg, any, any, any>, keys: ReadonlyArray<string>) =>
+  Effect.map(
+    Effect.forEach(keys, (key) =>
+      Effect.map(Reminders.listFor(kind, key), (list) => list.map((r) => `${key}/${r.name}`))
+    ),
+    (lists) => lists.flat()
+  )
+
+describe("Reminders.registerManyFor", () => {
+  it.scoped(
+    "registers every reminder of the batch; each is delivered when due",
+    () =>
+      Effect.gen(function* () {
+        const { delivered, kind } = makeSubject()
+        const runner = yield* Layer.build(
+          ClusterGrain.layer([kind]).pipe(
+            Layer.provideMerge(Reminders.layer()),
+            Layer.provideMerge(ActorSystem.layer({ name: "runner" })),
+            Layer.provideMerge(ClusterRunner.layerTest())
+          )
+        )
+        yield* TestClock.adjust(1)
+        const keys = Array.from({ length: 520 }, (_, i) => `k${i}`)
+        const infos = yield* Reminders.registerManyFor(
+          kind,
+          keys.map((key, i) => ({ key, name: "r", message: wake(`n${i}`), schedule: Reminders.after(1_000 + i) }))
+        ).pipe(Effect.provide(runner))
+        assert.deepStrictEqual(
+          infos.map((info) => info.nextDue),
+          keys.map((_, i) => 1_001 + i)
+        )
+        // More rows than one upsert statement holds: all are listed.
+        assert.strictEqual((yield* listed(kind, keys).pipe(Effect.provide(runner))).length, 520)
+        yield* advance(3)
+        assert.strictEqual(delivered.length, 520)
+        assert.include(delivered, "k519:n519@1520")
+        // An empty batch is no error and writes nothing.
+        assert.deepStrictEqual(yield* Reminders.registerManyFor(kind, []).pipe(Effect.provide(runner)), [])
+      }),
+    120_000
+  )
+
+  it.scoped("the same (key, name) twice: the later one wins", () =>
+    Effect.gen(function* () {
+      const { delivered, kind } = makeSubject()
+      const runner = yield* Layer.build(
+        ClusterGrain.layer([kind]).pipe(
+          Layer.provideMerge(Reminders.layer()),
+          Layer.provideMerge(ActorSystem.layer({ name: "runner" })),
+          Layer.provideMerge(ClusterRunner.layerTest())
+        )
+      )
+      yield* TestClock.adjust(1)
+      yield* Reminders.registerManyFor(kind, [
+        { key: "g", name: "r", message: wake("first"), schedule: Reminders.after("1 second") },
+        { key: "g", name: "r", message: wake("second"), schedule: Reminders.after("2 seconds") }
+      ]).pipe(Effect.provide(runner))
+      const list = yield* Reminders.listFor(kind, "g").pipe(Effect.provide(runner))
+      assert.deepStrictEqual(
+        list.map((r) => r.nextDue),
+        [2_001]
+      )
+      yield* advance(4)
+      assert.deepStrictEqual(delivered, ["g:second@2001"])
+    })
+  )
+
+  it.scoped("bad input: the first bad registration's typed error, and nothing of the batch is registered", () =>
+    Effect.gen(function* () {
+      const { kind } = makeSubject()
+      const runner = yield* Layer.build(
+        ClusterGrain.layer([kind]).pipe(
+          Layer.provideMerge(Reminders.layer()),
+          Layer.provideMerge(ActorSystem.layer({ name: "runner" })),
+          Layer.provideMerge(ClusterRunner.layerTest())
+        )
+      )
+      yield* TestClock.adjust(1)
+      const good = { key: "ok", name: "r", message: wake("ok"), schedule: Reminders.after("1 second") }
+      const cases: ReadonlyArray<[string, Reminders.Registration<Msg>]> = [
+        ["InvalidReminderName", { key: "a", name: "", message: wake("x"), schedule: Reminders.after("1 second") }],
+        ["InvalidTimerDelay", { key: "a", name: "r", message: wake("x"), schedule: Reminders.after(-5) }],
+        [
+          "InvalidTimerInterval",
+          { key: "a", name: "r", message: wake("x"), schedule: Reminders.after("1 second", { period: 0 }) }
+        ],
+        ["InvalidCronExpression", { key: "a", name: "r", message: wake("x"), schedule: Reminders.cron("nope") }],
+        [
+          "ReminderNeverFires",
+          { key: "a", name: "r", message: wake("x"), schedule: Reminders.cron("0 0 0 1 1 ? 1970") }
+        ],
+        [
+          "InvalidGrainMessage",
+          { key: "a", name: "r", message: { _tag: "Wake" } as unknown as Msg, schedule: Reminders.after("1 second") }
+        ]
+      ]
+      for (const [tag, bad] of cases) {
+        const exit = yield* Effect.exit(
+          Reminders.registerManyFor(kind, [good, bad, { ...good, key: "late" }]).pipe(Effect.provide(runner))
+        )
+        assert.isTrue(Exit.isFailure(exit), tag)
+        const error = Exit.isFailure(exit) ? (exit.cause as any).error : undefined
+        assert.strictEqual(error?._tag, tag)
+        assert.deepStrictEqual(yield* listed(kind, ["ok", "a", "late"]).pipe(Effect.provide(runner)), [], tag)
+      }
+    })
+  )
+
+  it.scoped("a batch the cluster refuses registers nothing and leaves the reminders it was to replace", () =>
+    Effect.gen(function* () {
+      const { kind } = makeSubject()
+      const base = yield* Layer.build(
+        Reminders.layer().pipe(
+          Layer.provideMerge(ClusterRunner.layerTest()),
+          Layer.provideMerge(ActorSystem.layer({ name: "runner" }))
+        )
+      )
+      const hosting = yield* Scope.make()
+      yield* Layer.buildWithScope(ClusterGrain.layer([kind]), hosting).pipe(Effect.provide(base))
+      yield* TestClock.adjust(1)
+      yield* Reminders.registerFor(kind, "g", "kept", wake("old"), Reminders.after("10 seconds")).pipe(
+        Effect.provide(base)
+      )
+      // The kind leaves the runner, which owns every shard: every send of the batch is refused.
+      yield* Scope.close(hosting, Exit.void)
+      const refused = yield* Effect.either(
+        Reminders.registerManyFor(kind, [
+          { key: "g", name: "kept", message: wake("new"), schedule: Reminders.after("20 seconds") },
+          { key: "h", name: "fresh", message: wake("new"), schedule: Reminders.after("20 seconds") }
+        ]).pipe(Effect.provide(base))
+      )
+      assert.strictEqual(refused._tag === "Left" ? refused.left._tag : "registered", "UnknownGrainKind")
+      const after = yield* Effect.forEach(["g", "h"], (key) => Reminders.listFor(kind, key)).pipe(Effect.provide(base))
+      assert.deepStrictEqual(
+        after.flat().map((r) => `${r.name}:${r.nextDue}`),
+        ["kept:10001"]
+      )
+    })
+  )
+})
