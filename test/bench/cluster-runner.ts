@@ -118,6 +118,8 @@ interface Register {
   readonly dueTo: number
   /** How many registrations are in flight at once (1: one at a time). */
   readonly concurrency: number
+  /** tickwork only: registrations per `Reminders.registerManyFor` call (one call at a time); 0: one by one. */
+  readonly batch?: number
 }
 
 type Command = Register | { readonly op: "heap" } | { readonly op: "sizes" }
@@ -143,9 +145,33 @@ const register = (c: Register) =>
         Effect.tapError(() => Effect.sync(() => retries++)),
         Effect.retry({ times: 20, schedule: Schedule.spaced("250 millis") })
       )
+    const batchOf = (chunk: ReadonlyArray<number>) =>
+      Reminders.registerManyFor(
+        BenchGrain,
+        chunk.map((id) => {
+          const due = dueOf(c, id)
+          return {
+            key: `g${id % grains}`,
+            name: `r${id}`,
+            message: { _tag: "Fire", id, due },
+            schedule: Reminders.at(due)
+          }
+        })
+      ).pipe(
+        Effect.tapError(() => Effect.sync(() => retries++)),
+        Effect.retry({ times: 20, schedule: Schedule.spaced("250 millis") })
+      )
     const t0 = performance.now()
     const ids = Array.from({ length: c.to - c.from }, (_, i) => c.from + i)
-    yield* Effect.forEach(ids, retried, { concurrency: c.concurrency, discard: true })
+    const batch = c.batch ?? 0
+    if (c.system === "t" && batch > 0) {
+      const chunks = Array.from({ length: Math.ceil(ids.length / batch) }, (_, i) =>
+        ids.slice(i * batch, (i + 1) * batch)
+      )
+      yield* Effect.forEach(chunks, batchOf, { discard: true })
+    } else {
+      yield* Effect.forEach(ids, retried, { concurrency: c.concurrency, discard: true })
+    }
     return { n: ids.length, millis: performance.now() - t0, retries }
   })
 

@@ -192,8 +192,15 @@ const register = (
   ids: { readonly from: number; readonly to: number },
   dueFrom: number,
   dueTo: number,
-  concurrency: number
-): Promise<Registered> => runner.command({ op: "register", system, ...ids, dueFrom, dueTo, concurrency })
+  concurrency: number,
+  batch = 0
+): Promise<Registered> => runner.command({ op: "register", system, ...ids, dueFrom, dueTo, concurrency, batch })
+
+/**
+ * Registrations per `Reminders.registerManyFor` call where the checkout has it (it came with local arming); 0: the
+ * "batched" figure is `concurrency` single registrations in flight.
+ */
+const BATCH = ARMING ? 1_000 : 0
 
 const rateOf = (r: Registered): number => (r.n / r.millis) * 1000
 
@@ -319,7 +326,7 @@ const oneRunner = async (
     let heapBefore = heap0
     for (const system of SYSTEMS) {
       const one = await register(r, system, ids.take(options.oneAtATime), far, far + FAR, 1)
-      const batched = await register(r, system, ids.take(options.batched), far, far + FAR, c)
+      const batched = await register(r, system, ids.take(options.batched), far, far + FAR, c, BATCH)
       registration[system] = { oneAtATime: rateOf(one), batched: rateOf(batched) }
       const sizes = await r.command<Sizes>({ op: "sizes" })
       const heap = (await r.command<{ heapUsed: number }>({ op: "heap" })).heapUsed
@@ -598,7 +605,7 @@ const growthPhase = async (
       let millis = 0
       for (let done = 0; done < step; done += chunk) {
         const n = Math.min(chunk, step - done)
-        const reg = await register(r, "t", ids.take(n), far, far + FAR, options.concurrency)
+        const reg = await register(r, "t", ids.take(n), far, far + FAR, options.concurrency, BATCH)
         millis += reg.millis
       }
       pending = size
@@ -940,7 +947,11 @@ export const clusterTargets = (options: ClusterOptions, storages: ReadonlyArray<
           measured: `${fmtRate(one.registration.t.batched)}/s`,
           baseline: `plain ${fmtRate(one.registration.p.batched)}/s`,
           pass: pg ? one.registration.t.batched >= 100_000 : undefined,
-          note: `${options.concurrency} registrations at once (registerFor); ${pg ? "" : "the target is PostgreSQL's"}`
+          note:
+            (BATCH > 0
+              ? `registerManyFor, ${BATCH} a call; plain: ${options.concurrency} sends in flight`
+              : `${options.concurrency} registerFor in flight (no registerManyFor in this checkout)`) +
+            (pg ? "" : "; the target is PostgreSQL's")
         },
         {
           target: `cluster ${s.storage}: storage per pending reminder ≤ 1 KB`,
@@ -1053,7 +1064,7 @@ const formatStorage = (s: StorageResult, options: ClusterOptions): string => {
     out.push(
       "",
       table(
-        ["one runner", "one at a time /s", `${options.concurrency} at once /s`, "stored/pending", "heap/pending"],
+        ["one runner", "one at a time /s", "batched /s", "stored/pending", "heap/pending"],
         SYSTEMS.map((system) => [
           LABEL[system],
           fmtRate(one.registration[system].oneAtATime),
