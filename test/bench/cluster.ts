@@ -1056,7 +1056,7 @@ export const clusterTargets = (options: ClusterOptions, storages: ReadonlyArray<
 
 // ---------------------------------------------------------------- formatting
 
-const formatStorage = (s: StorageResult, options: ClusterOptions): string => {
+const formatStorage = (s: StorageResult): string => {
   if (s.skipped !== undefined) return `Cluster on ${s.storage}: skipped (${s.skipped})`
   const out: Array<string> = [`Cluster on ${s.storage} (load average at start ${s.load})`]
   const one = s.oneRunner
@@ -1296,5 +1296,5 @@ export const formatCluster = (result: ClusterResult): string =>
   [
     "Cluster: tickwork reminders and cron against plain @effect/cluster (DeliverAt messages, ClusterCron), runner " +
       "processes with tickwork's default sharding settings (1 s storage poll, 10 s shard locks)",
-    ...result.storages.map((s) => formatStorage(s, result.options))
+    ...result.storages.map(formatStorage)
   ].join("\n\n")
