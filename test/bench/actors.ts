@@ -97,6 +97,11 @@ export interface DesignResult {
    * queue busy and starved Node's timers and I/O.
    */
   readonly timerLagMillis: { readonly maxMillis: number; readonly meanMillis: number; readonly probes: number }
+  /**
+   * Times per second the process gave up the CPU to wait (voluntary context switches, all threads): each is a
+   * wake-up the OS must grant again, which costs scheduling delay when other processes compete for the cores.
+   */
+  readonly waitsPerSec: number
 }
 
 export interface ActorsResult {
@@ -187,6 +192,59 @@ export const tickwork: Design = {
     await runtime.runPromise(Effect.forEach(refs, (ref) => ref.tell("start"), { discard: true }))
     // Disposing closes the layer's scope: every actor stops, every timer is cancelled, the driver ends.
     return { stop: () => runtime.dispose(), spawnMillis }
+  }
+}
+
+/**
+ * tickwork with Node's repeat semantics: `startTimerWithFixedDelay`, each tick `interval` after the previous one was
+ * sent. Lateness and overdue ticks are counted as for `setInterval` (due = previous handled + interval), so the two
+ * compare like for like under contention, where a fixed-rate design would also count the ticks a stall made it owe.
+ */
+export const tickworkFixedDelay: Design = {
+  name: "tickwork actors (startTimerWithFixedDelay)",
+  start: async (recorder, { actors, intervalMillis }) => {
+    const states: Array<{ due: number }> = []
+    const Ticker = Actor.make<TickerMsg>()({
+      preStart: () =>
+        Effect.sync(() => {
+          const state = { due: Number.POSITIVE_INFINITY }
+          states.push(state)
+          return state
+        }),
+      receive: (msg, ctx, state) => {
+        if (msg === "start") {
+          state.due = performance.now() + intervalMillis
+          return Effect.as(Effect.orDie(ctx.timers.startTimerWithFixedDelay("tick", "tick", intervalMillis)), state)
+        }
+        return Effect.sync(() => {
+          const now = performance.now()
+          recorder.record(now - state.due, now)
+          state.due = now + intervalMillis
+          return state
+        })
+      }
+    })
+    const runtime = ManagedRuntime.make(ActorSystem.layer({ name: "bench-actors-fixed-delay" }))
+    const t0 = performance.now()
+    const refs = await runtime.runPromise(
+      Effect.flatMap(ActorSystem.ActorSystem, (system) =>
+        Effect.forEach(
+          Array.from({ length: actors }, (_, i) => i),
+          (i) => system.spawn(Ticker, `t${i}`)
+        )
+      )
+    )
+    const spawnMillis = performance.now() - t0
+    await runtime.runPromise(Effect.forEach(refs, (ref) => ref.tell("start"), { discard: true }))
+    return {
+      stop: () => runtime.dispose(),
+      spawnMillis,
+      overdue: (now) => {
+        let n = 0
+        for (const state of states) if (state.due < now) n++
+        return n
+      }
+    }
   }
 }
 
@@ -287,12 +345,14 @@ export const runDesign = async (
   // Let the ticks delayed by the gc pause drain before the window opens.
   await recorder.until(performance.now() + Math.min(2 * intervalMillis, 500))
   recorder.open = true
+  const switches0 = process.resourceUsage().voluntaryContextSwitches
   const window = openCpuWindow()
   const probe = new TimerLagProbe()
   probe.start()
   await recorder.until(performance.now() + windowMillis)
   recorder.open = false
   const measured = window.close()
+  const switches = process.resourceUsage().voluntaryContextSwitches - switches0
   const overdueAtClose = overdue?.(performance.now())
   const timerLagMillis = probe.stop()
   const t1 = performance.now()
@@ -319,7 +379,8 @@ export const runDesign = async (
     eventLoopUtilization: measured.elu,
     heapBytesPerActor: (h1 - h0) / actors,
     stopMillis,
-    timerLagMillis
+    timerLagMillis,
+    waitsPerSec: (switches / measured.wallMillis) * 1000
   }
   log(
     `  ${design.name}: ${fmtPercent(result.share)} of ticks, p99 ${fmtNum(result.latenessMillis.p99)} ms, ` +

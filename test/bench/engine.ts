@@ -334,7 +334,10 @@ export const engineTargets = (result: EngineResult): Array<TargetRow> => {
       ...(sized === undefined ? {} : { note: sized })
     },
     {
-      ...pairsRow("engine: schedule+cancel/s ≥ node (each size)", pairs(tw)),
+      // Informative (issue 20): every operation of the Effect API goes through Effect's run loop, whose floor is
+      // printed beside it; the synchronous API's row below is the target.
+      ...pairsRow("engine: schedule+cancel/s through the Effect API vs node (informative)", pairs(tw)),
+      pass: undefined,
       note: `Effect's run loop alone: ${tw
         .map((r) => {
           const floor = rows(FLOOR_IMPL).find((f) => f.pending === r.pending)
@@ -345,7 +348,7 @@ export const engineTargets = (result: EngineResult): Array<TargetRow> => {
         })
         .join(" ")} of node's pair`
     },
-    pairsRow("engine: schedule+cancel/s ≥ node (each size), synchronous API", pairs(rows(UNSAFE_IMPL)))
+    pairsRow("engine: schedule+cancel/s ≥ node (each size), synchronous API (the target)", pairs(rows(UNSAFE_IMPL)))
   ]
 }
 

@@ -9,7 +9,9 @@
  * --quick          smaller sizes and shorter windows (about a minute in all); sized-down rows say so
  * --json           also writes every figure to bench-results/latest.json (one object per scenario)
  * --only=<names>   runs some scenarios (comma-separated, or the flag repeated): engine, actors, actors-100k, push,
- *                  memory, burst, drain, linearity
+ *                  push-contended, memory, burst, drain, linearity, tracing, cluster
+ * --size=<n>       cluster: grow one PostgreSQL runner's pending set to n reminders (default 50k; the issue's 1000000)
+ * --recovery=<n>   cluster: overdue reminders of each kind at a full restart (default 5k; the issue's 100000)
  */
 import { spawnSync } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
@@ -41,14 +43,28 @@ const log = (line: string): void => {
   process.stderr.write(`${line}\n`)
 }
 
-const SCENARIOS = ["engine", "actors", "actors-100k", "push", "memory", "burst", "drain", "linearity"] as const
+const SCENARIOS = [
+  "engine",
+  "actors",
+  "actors-100k",
+  "push",
+  "push-contended",
+  "memory",
+  "burst",
+  "drain",
+  "linearity",
+  "tracing",
+  "cluster"
+] as const
 type ScenarioName = (typeof SCENARIOS)[number]
 
 /** Pending-timer counts of the engine rows; the linearity scenario reuses the engine result only for the same list. */
 const engineSizes = (quick: boolean): ReadonlyArray<number> =>
   quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000]
 
-const usage = `usage: npm run bench [-- --quick] [-- --json] [-- --only=<scenario>[,...]]  scenarios: ${SCENARIOS.join(", ")}`
+const usage =
+  "usage: npm run bench [-- --quick] [-- --json] [-- --only=<scenario>[,...]] [-- --size=<n>] [-- --recovery=<n>]" +
+  `  scenarios: ${SCENARIOS.join(", ")}`
 
 /** What every scenario result carries: its name (the JSON's `scenario`) and its rows of the final summary. */
 interface Outcome {
@@ -61,8 +77,23 @@ interface Scenario {
   /** Runs the scenario: the printed section and the result (written to the JSON as is). */
   readonly run: (
     quick: boolean,
-    log: (line: string) => void
+    log: (line: string) => void,
+    sizes: ClusterSizes
   ) => Promise<{ readonly text: string; readonly result: Outcome }>
+}
+
+/** `--size=<n>` (the cluster's largest pending set) and `--recovery=<n>` (overdue reminders at a restart). */
+interface ClusterSizes {
+  readonly size: number | undefined
+  readonly recovery: number | undefined
+}
+
+/** The cluster pending set's steps: decades from 10k up to `largest`, then `largest` itself. */
+const growthSteps = (largest: number): ReadonlyArray<number> => {
+  const steps: Array<number> = []
+  for (let n = 10_000; n < largest; n *= 10) steps.push(n)
+  steps.push(largest)
+  return steps
 }
 
 /** The engine result of this run, for the linearity table (set by the engine scenario when it ran). */
@@ -151,6 +182,26 @@ const scenarios: ReadonlyArray<Scenario> = [
     }
   },
   {
+    name: "push-contended",
+    run: async (quick, log) => {
+      const { formatPush, runPushContended } = await import("./push.js")
+      const result = await runPushContended(
+        {
+          startRate: 25_000,
+          capRate: quick ? 400_000 : 3_200_000,
+          maxActors: 20_000,
+          bisectSteps: quick ? 1 : 2,
+          windowMillis: quick ? 1_000 : 3_000,
+          warmupMillis: quick ? 500 : 1_000,
+          maxWarmupMillis: quick ? 1_500 : 4_000,
+          budgetMillis: quick ? 60_000 : 120_000
+        },
+        log
+      )
+      return { text: formatPush(result), result }
+    }
+  },
+  {
     name: "memory",
     run: async (quick, log) => {
       const { formatMemory, runMemory } = await import("./memory.js")
@@ -201,6 +252,38 @@ const scenarios: ReadonlyArray<Scenario> = [
       )
       return { text: formatLinearity(result), result }
     }
+  },
+  {
+    name: "tracing",
+    run: async (quick, log) => {
+      const { formatTracing, runTracing } = await import("./tracing.js")
+      const result = await runTracing({ ticks: quick ? 100_000 : 500_000, rounds: quick ? 3 : 5 }, log)
+      return { text: formatTracing(result), result }
+    }
+  },
+  {
+    name: "cluster",
+    run: async (quick, log, { size, recovery }) => {
+      const { formatCluster, runCluster } = await import("./cluster.js")
+      const result = await runCluster(
+        {
+          oneAtATime: quick ? 300 : 1_000,
+          batched: quick ? 1_000 : 5_000,
+          concurrency: 50,
+          lateness: quick ? [500] : [1_000],
+          windowMillis: 5_000,
+          retained: quick ? 1_000 : 5_000,
+          crons: quick ? 5 : 10,
+          cronMillis: quick ? 5_000 : 10_000,
+          sizes: size !== undefined ? growthSteps(size) : quick ? [5_000] : [10_000, 50_000],
+          recovery: recovery ?? (quick ? 1_000 : 5_000),
+          killed: quick ? 500 : 2_000,
+          killedWindowMillis: quick ? 10_000 : 20_000
+        },
+        log
+      )
+      return { text: formatCluster(result), result }
+    }
   }
 ]
 
@@ -212,10 +295,18 @@ const fail = (message: string): never => {
 const parseArgs = (argv: ReadonlyArray<string>) => {
   let quick = false
   let json = false
+  let size: number | undefined
+  let recovery: number | undefined
+  const count = (arg: string): number => {
+    const n = Number(arg.slice(arg.indexOf("=") + 1))
+    return Number.isInteger(n) && n > 0 ? n : fail(`${arg}: not a positive integer`)
+  }
   const only = new Set<ScenarioName>()
   for (const arg of argv) {
     if (arg === "--quick") quick = true
     else if (arg === "--json") json = true
+    else if (arg.startsWith("--size=")) size = count(arg)
+    else if (arg.startsWith("--recovery=")) recovery = count(arg)
     else if (arg.startsWith("--only=")) {
       const names = arg.slice("--only=".length).split(",")
       for (const name of names) {
@@ -225,7 +316,7 @@ const parseArgs = (argv: ReadonlyArray<string>) => {
       }
     } else fail(`unknown argument ${arg}`)
   }
-  return { quick, json, only }
+  return { quick, json, only, sizes: { size, recovery } }
 }
 
 const formatSummary = (rows: ReadonlyArray<TargetRow>): string =>
@@ -241,7 +332,7 @@ const formatSummary = (rows: ReadonlyArray<TargetRow>): string =>
   )
 
 const main = async (): Promise<void> => {
-  const { quick, json, only } = parseArgs(process.argv.slice(2))
+  const { quick, json, only, sizes: clusterSizes } = parseArgs(process.argv.slice(2))
   const selected = scenarios.filter((s) => only.size === 0 || only.has(s.name))
   const started = performance.now()
   const mode = quick ? "quick" : "default"
@@ -258,7 +349,7 @@ const main = async (): Promise<void> => {
     loads[scenario.name] = loadAverage()
     log(`${scenario.name} ... (load average ${loads[scenario.name]})`)
     const t0 = performance.now()
-    const { text, result } = await scenario.run(quick, log)
+    const { text, result } = await scenario.run(quick, log, clusterSizes)
     seconds[scenario.name] = (performance.now() - t0) / 1000
     sections.push(
       `${text}\n(${scenario.name}: ${seconds[scenario.name]!.toFixed(1)} s, load average at start ${loads[scenario.name]})`
