@@ -18,9 +18,6 @@
  * Lateness is first delivery − due, both read from the runner processes' `Date.now()` (one machine, one clock).
  * Reminder i goes to grain (entity) `g<i mod 10,000>`, so large sets share grains as an application's would.
  */
-import * as fs from "node:fs"
-import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import { ClusterRunner } from "../../src/cluster/index.js"
@@ -83,10 +80,6 @@ const PHASES = process.env.TICKWORK_BENCH_CLUSTER_PHASES?.split(",").map((name) 
   return known
 })
 
-/** Whether this checkout has local arming and retention (`ClusterRunner.layer({ localArming, retention })`). */
-const ARMING = fs.existsSync(
-  path.join(path.dirname(fileURLToPath(import.meta.url)), "../../src/cluster/internal/arming.ts")
-)
 /** Plain @effect/cluster's behaviour: delivery at the storage poll, processed messages kept forever. */
 const PLAIN_ENV = { ARMING: "off", RETENTION: "off" }
 /** The armed runner: a window wide enough to hold what the heap reading arms; retention at its minimum. */
@@ -200,7 +193,7 @@ const register = (
  * Registrations per `Reminders.registerManyFor` call where the checkout has it (it came with local arming); 0: the
  * "batched" figure is `concurrency` single registrations in flight.
  */
-const BATCH = ARMING ? 1_000 : 0
+const BATCH = 1_000
 
 const rateOf = (r: Registered): number => (r.n / r.millis) * 1000
 
@@ -243,7 +236,7 @@ export interface LatenessRow {
   readonly system: System
   readonly n: number
   readonly windowMillis: number
-  readonly arming: "none on main" | "on" | "off"
+  readonly arming: "on" | "off"
   /** How long after the first due time registration ended (0 unless the machine was slower than estimated). */
   readonly overrunMillis: number
   readonly delivered: number
@@ -355,7 +348,7 @@ const oneRunner = async (
           c,
           registration[system].batched
         )
-        lateness.push({ ...row, arming: ARMING ? "off" : "none on main" })
+        lateness.push({ ...row, arming: "off" })
         log(
           `  lateness, ${fmtInt(n)} ${LABEL[system]} due over ${options.windowMillis / 1000} s: ` +
             `p50 ${fmtNum(row.lateness.p50, 0)} / p99 ${fmtNum(row.lateness.p99, 0)} / max ` +
@@ -511,7 +504,7 @@ const armedRunner = async (
 }
 
 export interface CronResult {
-  readonly arming: "off" | "on" | "none on main"
+  readonly arming: "off" | "on"
   readonly schedules: number
   /** Milliseconds into its second at which the runner printed "ready" (its poll loop's phase). */
   readonly startPhaseMillis: number
@@ -559,7 +552,7 @@ const cronPhase = async (
           `${fmtNum(bySystem[system].lateness.max, 0)} ms over ${fires.length} instants`
       )
     }
-    const arming = !ARMING ? "none on main" : armed ? "on" : "off"
+    const arming = armed ? "on" : "off"
     return { arming, schedules: options.crons, startPhaseMillis: r.readyAt() % 1000, bySystem }
   } finally {
     await stop(r)
@@ -859,10 +852,9 @@ const runStorage = async (
   }
   const wanted = (name: PhaseName) => PHASES === undefined || PHASES.includes(name)
   const oneRunnerResult = wanted("plain") ? await phase("one runner", (s) => oneRunner(s, options, log)) : undefined
-  const armed =
-    ARMING && wanted("armed") ? await phase("one runner, armed", (s) => armedRunner(s, options, log)) : undefined
+  const armed = wanted("armed") ? await phase("one runner, armed", (s) => armedRunner(s, options, log)) : undefined
   const cron: Array<CronResult> = []
-  for (const on of !wanted("cron") ? [] : ARMING ? [false, true] : [false]) {
+  for (const on of !wanted("cron") ? [] : [false, true]) {
     const c = await phase(`cron, arming ${on ? "on" : "off"}`, (s) => cronPhase(s, options, on, log))
     if (c !== undefined) cron.push(c)
   }
@@ -948,9 +940,7 @@ export const clusterTargets = (options: ClusterOptions, storages: ReadonlyArray<
           baseline: `plain ${fmtRate(one.registration.p.batched)}/s`,
           pass: pg ? one.registration.t.batched >= 100_000 : undefined,
           note:
-            (BATCH > 0
-              ? `registerManyFor, ${BATCH} a call; plain: ${options.concurrency} sends in flight`
-              : `${options.concurrency} registerFor in flight (no registerManyFor in this checkout)`) +
+            `registerManyFor, ${BATCH} a call; plain: ${options.concurrency} sends in flight` +
             (pg ? "" : "; the target is PostgreSQL's")
         },
         {
