@@ -650,29 +650,38 @@ export interface RecoveryResult {
   readonly startMillis: number
 }
 
+/** The registrations a phase times to plan its due times (5% of its reminders, at least 100). */
+const sampleSize = (n: number) => Math.max(100, Math.round(n / 20))
+
+/**
+ * Registers `n` reminders of each system through `runner`, due over `windowMillis` from a time far enough ahead that
+ * registration ends before the first is due (else some are delivered before what the phase does to its runners): 1.5
+ * times the time a sample of registrations takes, and 3 s more.
+ */
+const registerBoth = async (runner: RunnerProcess, n: number, windowMillis: number, concurrency: number) => {
+  const ids = { t: { from: 0, to: n }, p: { from: n, to: 2 * n } }
+  const all = new Ids()
+  all.take(2 * n)
+  await sampleRate(runner, all, 50, concurrency) // warm-up
+  const rate = await sampleRate(runner, all, sampleSize(n), concurrency)
+  const dueFrom = Date.now() + Math.ceil(((2 * n) / rate) * 1500) + 3_000
+  let retries = 0
+  for (const system of SYSTEMS) {
+    retries += (await register(runner, system, ids[system], dueFrom, dueFrom + windowMillis, concurrency)).retries
+  }
+  return { ids, dueFrom, retries }
+}
+
 const recoveryPhase = async (
   storage: Storage,
   options: ClusterOptions,
   log: (line: string) => void
 ): Promise<RecoveryResult> => {
   const n = options.recovery
-  const sample = Math.max(100, Math.round(n / 20))
-  const deliveries = new Deliveries(2 * n + 2 * sample + 100)
+  const deliveries = new Deliveries(2 * n + 2 * sampleSize(n) + 100)
   let runners = await startAll(3, storage, deliveries)
   try {
-    const ids = { t: { from: 0, to: n }, p: { from: n, to: 2 * n } }
-    const all = new Ids()
-    all.take(2 * n)
-    await sampleRate(runners[0]!, all, 50, options.concurrency) // warm-up
-    const rate = await sampleRate(runners[0]!, all, sample, options.concurrency)
-    // Registration must end before the first is due (else some are delivered before the kill): 1.5 times the
-    // sampled time, and 3 s more.
-    const dueFrom = Date.now() + Math.ceil(((2 * n) / rate) * 1500) + 3_000
-    let retries = 0
-    for (const system of SYSTEMS) {
-      retries += (await register(runners[0]!, system, ids[system], dueFrom, dueFrom + 1_000, options.concurrency))
-        .retries
-    }
+    const { ids, dueFrom, retries } = await registerBoth(runners[0]!, n, 1_000, options.concurrency)
     await Promise.all(runners.map(kill))
     const deliveredBeforeKill = {
       t: deliveries.delivered("t", ids.t.from, ids.t.to),
@@ -740,20 +749,10 @@ const killedPhase = async (
 ): Promise<KilledResult> => {
   const n = options.killed
   const w = options.killedWindowMillis
-  const sample = Math.max(100, Math.round(n / 20))
-  const deliveries = new Deliveries(2 * n + 2 * sample + 100)
+  const deliveries = new Deliveries(2 * n + 2 * sampleSize(n) + 100)
   const runners = await startAll(3, storage, deliveries)
   try {
-    const ids = { t: { from: 0, to: n }, p: { from: n, to: 2 * n } }
-    const all = new Ids()
-    all.take(2 * n)
-    await sampleRate(runners[0]!, all, 50, options.concurrency) // warm-up
-    const rate = await sampleRate(runners[0]!, all, sample, options.concurrency)
-    const dueFrom = Date.now() + Math.ceil(((2 * n) / rate) * 1500) + 3_000
-    let retries = 0
-    for (const system of SYSTEMS) {
-      retries += (await register(runners[0]!, system, ids[system], dueFrom, dueFrom + w, options.concurrency)).retries
-    }
+    const { ids, dueFrom, retries } = await registerBoth(runners[0]!, n, w, options.concurrency)
     if (retries > 0) log(`  ${retries} registrations tried again`)
     await sleep(Math.max(0, dueFrom + w / 2 - Date.now()))
     const killedAt = Date.now()

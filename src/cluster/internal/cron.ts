@@ -208,6 +208,18 @@ interface Cursor {
 
 const iso = (millis: number) => DateTime.formatIso(DateTime.unsafeMake(millis))
 
+/** The history's entry for an instant the overlap policy skipped: it did not run. */
+const skipped = (instant: number, trigger: Run["trigger"], detail: string): Run => ({
+  instant,
+  trigger,
+  start: undefined,
+  end: undefined,
+  outcome: "skipped",
+  lateness: undefined,
+  attempts: 0,
+  detail
+})
+
 /** What a misfire did, for the log and the history. */
 const missedDetail = (instant: number, decision: MisfireDecision, policies: StoredPolicies): string => {
   const count = `${decision.capped ? `${MAX_MISSED_SCAN} or more` : decision.missed} instants`
@@ -496,16 +508,7 @@ const registerSlot = (
                   yield* state.record(
                     reference,
                     `s:${instant}`,
-                    {
-                      instant,
-                      trigger: "schedule",
-                      start: undefined,
-                      end: undefined,
-                      outcome: "skipped",
-                      lateness: undefined,
-                      attempts: 0,
-                      detail: turn.detail
-                    },
+                    skipped(instant, "schedule", turn.detail),
                     policies.history
                   )
                   return yield* moveOn(decision.next)
@@ -582,16 +585,7 @@ const registerSlot = (
                   return yield* state.record(
                     reference,
                     id,
-                    {
-                      instant,
-                      trigger: payload.trigger,
-                      start: undefined,
-                      end: undefined,
-                      outcome: "skipped",
-                      lateness: undefined,
-                      attempts: 0,
-                      detail: turn.detail
-                    },
+                    skipped(instant, payload.trigger, turn.detail),
                     policies.history
                   )
                 }
