@@ -159,7 +159,7 @@ describe("Reminders.registerManyFor", () => {
           { key: "h", name: "fresh", message: wake("new"), schedule: Reminders.after("20 seconds") }
         ]).pipe(Effect.provide(base))
       )
-      assert.strictEqual(refused._tag === "Left" ? refused.left._tag : "registered", "UnknownGrainKind")
+      assert.strictEqual(refused._tag === "Left" ? refused.left._tag : "registered", "UnknownClusterGrainKind")
       const after = yield* Effect.forEach(["g", "h"], (key) => Reminders.listFor(kind, key)).pipe(Effect.provide(base))
       assert.deepStrictEqual(
         after.flat().map((r) => `${r.name}:${r.nextDue}`),
