@@ -31,7 +31,9 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { GrainProps } from "../Grain.js"
 import { delayMillis, intervalMillis } from "../internal/duration.js"
+import { DEFAULTS } from "../internal/schedules.js"
 import * as QuartzCron from "../QuartzCron.js"
+import type { ScheduleSource } from "../Schedules.js"
 import type { InvalidCronExpression, InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
 import type { ClusterGrain, SendError } from "./ClusterGrain.js"
 import {
@@ -46,8 +48,10 @@ import {
   sendTimedOut,
   UnknownGrainKind
 } from "./internal/grainProtocol.js"
+import { make as makeSource } from "./internal/reminderSchedules.js"
 import * as ReminderSql from "./internal/reminderSql.js"
 import { Tables } from "./internal/runner.js"
+import * as ScheduleState from "./internal/scheduleState.js"
 
 /**
  * When a reminder fires: after a delay or at a time, then every period if one is given, or on a Quartz cron
@@ -272,6 +276,11 @@ export interface RemindersService {
     delivery: ReminderDelivery,
     handle: (message: unknown) => Effect.Effect<void>
   ) => Effect.Effect<void>
+  /**
+   * The reminders as a `Schedules` source (kind `"reminder"`, owner `<kind>/<key>`, reference `<kind>/<key>/<name>`);
+   * `ClusterSchedules.layer` adds it to the runner's `Schedules` when this service is provided below it.
+   */
+  readonly schedules: ScheduleSource
 }
 
 /**
@@ -424,6 +433,8 @@ export const layer = (
       const table = yield* storage("table creation")(
         ReminderSql.make(sql, options.table ?? `${prefix}_tickwork_reminders`)
       )
+      yield* storage("table creation")(ScheduleState.ensureStateTables)
+      const state = yield* ScheduleState.make
       const withSharding = Effect.provideService(Sharding, sharding)
 
       /** Checks one registration and makes its row and first occurrence; nothing is written. */
@@ -518,18 +529,67 @@ export const layer = (
       const deliver: RemindersService["deliver"] = (kind, key, delivery, handle) =>
         Effect.gen(function* () {
           const row = yield* retried(table.get(kind.name, key, delivery.name))
+          const manual = delivery.manual !== undefined
           // Unregistered, replaced, or an occurrence already handled (the row moved past it): drop it. A later
-          // occurrence than the row's is accepted: the row's advance may have failed after it was persisted.
-          if (row === undefined || row.generation !== delivery.generation || delivery.due < row.nextDue) return
-          const decoded = Schema.decodeUnknownEither(kind.message)(JSON.parse(row.message))
-          if (Either.isLeft(decoded)) {
-            yield* Effect.logError(
-              `reminder "${row.name}" of grain ${kind.name}/${key} holds a message the kind's schema cannot decode`,
-              issueOf(decoded.left)
+          // occurrence than the row's is accepted: the row's advance may have failed after it was persisted. An
+          // operator's trigger is outside the grid: only its generation is checked.
+          if (row === undefined || row.generation !== delivery.generation || (!manual && delivery.due < row.nextDue))
+            return
+          const stateKey = ReminderSql.stateKeyOf(ReminderSql.referenceOf(kind.name, key, row.name))
+          const stored = yield* retried(state.get(stateKey))
+          const keep = stored?.policies.history ?? DEFAULTS.history
+          const runId = manual ? `m:${delivery.manual}` : `s:${delivery.generation}:${delivery.due}`
+          const trigger = manual ? "manual" : "schedule"
+          if (stored?.pause !== undefined && !manual) {
+            // Paused: the occurrence passes without reaching the grain; the grid goes on, so resume needs only the flag.
+            yield* retried(
+              state.record(
+                stateKey,
+                runId,
+                {
+                  instant: delivery.due,
+                  trigger,
+                  start: undefined,
+                  end: undefined,
+                  outcome: "skipped",
+                  lateness: undefined,
+                  attempts: 0,
+                  detail: `paused: ${stored.pause.note}`
+                },
+                keep
+              )
             )
           } else {
-            yield* handle(decoded.right)
+            const start = yield* Clock.currentTimeMillis
+            const decoded = Schema.decodeUnknownEither(kind.message)(JSON.parse(row.message))
+            if (Either.isLeft(decoded)) {
+              yield* Effect.logError(
+                `reminder "${row.name}" of grain ${kind.name}/${key} holds a message the kind's schema cannot decode`,
+                issueOf(decoded.left)
+              )
+            } else {
+              yield* handle(decoded.right)
+            }
+            const end = yield* Clock.currentTimeMillis
+            yield* retried(
+              state.record(
+                stateKey,
+                runId,
+                {
+                  instant: delivery.due,
+                  trigger,
+                  start,
+                  end,
+                  outcome: Either.isLeft(decoded) ? "failed" : "sent",
+                  lateness: Math.max(0, start - delivery.due),
+                  attempts: 1,
+                  ...(Either.isLeft(decoded) ? { detail: "the kind's message schema cannot decode the message" } : {})
+                },
+                keep
+              )
+            )
           }
+          if (manual) return
           const now = yield* Clock.currentTimeMillis
           const next = nextOccurrence(row, delivery.due, now)
           if (next === undefined) {
@@ -553,10 +613,21 @@ export const layer = (
       return {
         register,
         registerMany,
-        unregister: (kind, key, name) => storage("unregister")(table.remove(kind.name, key, name)),
+        unregister: (kind, key, name) =>
+          storage("unregister")(
+            Effect.tap(table.remove(kind.name, key, name), () =>
+              state.remove(ReminderSql.stateKeyOf(ReminderSql.referenceOf(kind.name, key, name)))
+            )
+          ),
         list: (kind, key) => storage("list")(Effect.map(table.list(kind.name, key), (rows) => rows.map(toInfo))),
         hostedKind: (name) => localKind(sharding, name),
-        deliver
+        deliver,
+        schedules: makeSource({
+          table,
+          state,
+          sharding,
+          send: (kind, key, delivery) => withSharding(sendOccurrence(kind, key, delivery))
+        })
       }
     })
   )
