@@ -13,8 +13,8 @@
  * @internal
  */
 import type { Sharding } from "@effect/cluster/Sharding"
-import type * as Context from "effect/Context"
 import * as Clock from "effect/Clock"
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import { DEFAULTS } from "../../internal/schedules.js"
 import { scheduleEvents } from "../../Metrics.js"

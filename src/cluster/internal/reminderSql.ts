@@ -8,13 +8,14 @@ import * as Effect from "effect/Effect"
 import { createTables } from "./runner.js"
 
 /** A segment of a reminder's reference: `/` and `%` escaped, so the three segments split back unambiguously. */
-const escape = (segment: string): string => segment.replaceAll("%", "%25").replaceAll("/", "%2F")
+const escapeSegment = (segment: string): string => segment.replaceAll("%", "%25").replaceAll("/", "%2F")
 
 /** A grain as a reminder's owner in `Schedules`: `<kind>/<key>`. */
-export const ownerOf = (kind: string, key: string): string => `${escape(kind)}/${escape(key)}`
+export const ownerOf = (kind: string, key: string): string => `${escapeSegment(kind)}/${escapeSegment(key)}`
 
 /** A reminder's reference in `Schedules`: `<kind>/<key>/<name>` (each segment with `/` and `%` escaped). */
-export const referenceOf = (kind: string, key: string, name: string): string => `${ownerOf(kind, key)}/${escape(name)}`
+export const referenceOf = (kind: string, key: string, name: string): string =>
+  `${ownerOf(kind, key)}/${escapeSegment(name)}`
 
 /** The (kind, key, name) of a reminder's reference; undefined when it is not one. */
 export const parseReference = (
