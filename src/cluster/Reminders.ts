@@ -33,7 +33,7 @@ import type { GrainProps } from "../Grain.js"
 import { delayMillis, intervalMillis } from "../internal/duration.js"
 import { DEFAULTS } from "../internal/schedules.js"
 import * as QuartzCron from "../QuartzCron.js"
-import type { ScheduleSource } from "../Schedules.js"
+import type { Misfire, ScheduleSource } from "../Schedules.js"
 import type { InvalidCronExpression, InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
 import type { ClusterGrain, SendError } from "./ClusterGrain.js"
 import {
@@ -371,6 +371,46 @@ const nextOccurrence = (row: ReminderSql.ReminderRow, due: number, now: number):
   return undefined
 }
 
+/** Missed occurrences looked at, at most, after an outage (a longer run of them is counted as this many). */
+const MAX_MISSED_SCAN = 10_000
+
+/**
+ * What an occurrence that arrives at `now` does under the reminder's misfire policy: within `graceMillis` of its due
+ * time it is delivered and the reminder goes on from the next occurrence after now (today's behaviour). Later, it is
+ * a misfire: `runOnce` delivers it once for all that passed; `skipMissed` delivers none and goes on from the next after
+ * now; `runAll(max)` delivers each that passed, the latest `max` (the next is the grid's next, already due).
+ * `next` undefined: the row's own `nextOccurrence`.
+ */
+const decideMisfire = (
+  row: ReminderSql.ReminderRow,
+  due: number,
+  now: number,
+  policies: { readonly misfire: Misfire; readonly graceMillis: number }
+): {
+  readonly deliver: boolean
+  readonly missed: number
+  readonly next: number | undefined
+  readonly policy: string
+} => {
+  const onTime = { deliver: true, missed: 0, next: undefined, policy: "none" }
+  if (now - due <= policies.graceMillis || policies.misfire._tag === "RunOnce") return onTime
+  const late: Array<number> = [due]
+  for (let at = nextOccurrence(row, due, due); at !== undefined && at <= now && late.length < MAX_MISSED_SCAN; ) {
+    late.push(at)
+    at = nextOccurrence(row, at, at)
+  }
+  if (policies.misfire._tag === "SkipMissed") {
+    return { deliver: false, missed: late.length, next: undefined, policy: "skipMissed" }
+  }
+  const max = policies.misfire.max
+  if (late.length <= max) {
+    return { deliver: true, missed: 0, next: nextOccurrence(row, due, due), policy: `runAll(${max})` }
+  }
+  // The older ones are missed; the row jumps to the first of the latest `max`, which is delivered next.
+  const skipped = late.length - max
+  return { deliver: false, missed: skipped, next: late[skipped], policy: `runAll(${max})` }
+}
+
 /** A checked registration: the grain's key and the row to write. */
 interface Prepared {
   readonly key: string
@@ -540,9 +580,12 @@ export const layer = (
           const keep = stored?.policies.history ?? DEFAULTS.history
           const runId = manual ? `m:${delivery.manual}` : `s:${delivery.generation}:${delivery.due}`
           const trigger = manual ? "manual" : "schedule"
-          if (stored?.pause !== undefined && !manual) {
-            // Paused: the occurrence passes without reaching the grain; the grid goes on, so resume needs only the flag.
-            yield* retried(
+          const arrived = yield* Clock.currentTimeMillis
+          const misfire = manual
+            ? undefined
+            : decideMisfire(row, delivery.due, arrived, stored?.policies ?? { ...DEFAULTS, retry: false })
+          const passed = (outcome: "skipped" | "missed", detail: string) =>
+            retried(
               state.record(
                 stateKey,
                 runId,
@@ -551,14 +594,19 @@ export const layer = (
                   trigger,
                   start: undefined,
                   end: undefined,
-                  outcome: "skipped",
+                  outcome,
                   lateness: undefined,
                   attempts: 0,
-                  detail: `paused: ${stored.pause.note}`
+                  detail
                 },
                 keep
               )
             )
+          if (stored?.pause !== undefined && !manual) {
+            // Paused: the occurrence passes without reaching the grain; the grid goes on, so resume needs only the flag.
+            yield* passed("skipped", `paused: ${stored.pause.note}`)
+          } else if (misfire !== undefined && misfire.missed > 0 && !misfire.deliver) {
+            yield* passed("missed", `${misfire.missed} occurrence(s) missed (misfire: ${misfire.policy})`)
           } else {
             const start = yield* Clock.currentTimeMillis
             const decoded = Schema.decodeUnknownEither(kind.message)(JSON.parse(row.message))
@@ -591,7 +639,7 @@ export const layer = (
           }
           if (manual) return
           const now = yield* Clock.currentTimeMillis
-          const next = nextOccurrence(row, delivery.due, now)
+          const next = misfire?.next ?? nextOccurrence(row, delivery.due, now)
           if (next === undefined) {
             yield* retried(table.remove(kind.name, key, row.name, row.generation))
             return

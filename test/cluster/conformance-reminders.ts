@@ -3,7 +3,7 @@
  * conformance.test.ts against each storage backend.
  */
 import { assert, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Fiber, Layer, Schema, Scope } from "effect"
+import { Clock, Effect, Exit, Fiber, Layer, Schedule, Schema, Scope } from "effect"
 import { ActorSystem, Grain, Schedules } from "tickwork"
 import { ClusterGrain, ClusterSchedules, Reminders } from "tickwork/cluster"
 import type { TestRunner } from "./conformance-helpers.js"
@@ -250,4 +250,60 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
       }),
     { timeout: 120_000 }
   )
+
+  for (const misfire of ["skipMissed", "runAll(2)"] as const) {
+    it.scoped(
+      `reminders in Schedules: misfire after an outage, ${misfire} (stored with update); bad policies are typed errors`,
+      () =>
+        Effect.gen(function* () {
+          const { startRunner } = yield* setup
+          received.length = 0
+          const one = yield* operated(yield* startRunner(1))
+          yield* register(one, "m", "tick", Reminders.after("10 seconds", { period: "10 seconds" }))
+          const schedules = yield* one.schedules
+          for (const policies of [{ overlap: "skip" }, { retry: Schedule.forever }, { misfire: "sometimes" }]) {
+            const error = yield* Effect.flip(schedules.update("rem-bell/m/tick", { policies } as never))
+            assert.strictEqual(error._tag, "InvalidSchedulePolicy")
+          }
+          const updated = yield* schedules.update("rem-bell/m/tick", {
+            policies: {
+              misfire: misfire === "skipMissed" ? Schedules.skipMissed : Schedules.runAll(2),
+              grace: "2 seconds"
+            }
+          })
+          assert.deepStrictEqual(
+            [updated.policies.misfire._tag, updated.policies.graceMillis],
+            [misfire === "skipMissed" ? "SkipMissed" : "RunAll", 2_000]
+          )
+          yield* advance(11)
+          deliveries("m", [10])
+          // Every runner is down from ~12 s to ~47 s: the occurrences of 20, 30 and 40 pass.
+          yield* Scope.close(one.scope, Exit.void)
+          yield* advance(35)
+          const two = yield* operated(yield* startRunner(2))
+          yield* advance(6)
+          const history = yield* Effect.flatMap(two.schedules, (s) => s.history("rem-bell/m/tick"))
+          assert.deepStrictEqual(
+            history.map((run) => [run.instant, run.outcome]),
+            misfire === "skipMissed"
+              ? [
+                  [10_000, "sent"],
+                  [20_000, "missed"],
+                  [50_000, "sent"]
+                ]
+              : [
+                  [10_000, "sent"],
+                  [20_000, "missed"],
+                  [30_000, "sent"],
+                  [40_000, "sent"],
+                  [50_000, "sent"]
+                ]
+          )
+          assert.include(history[1]!.detail, misfire === "skipMissed" ? "3 occurrence(s) missed" : "1 occurrence(s)")
+          assert.strictEqual(received.length, misfire === "skipMissed" ? 2 : 4)
+          yield* Scope.close(two.scope, Exit.void)
+        }),
+      { timeout: 120_000 }
+    )
+  }
 }

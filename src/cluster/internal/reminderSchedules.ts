@@ -8,7 +8,9 @@
  *   (recorded as `"skipped"`), its grid goes on, so `resume` fires again from the next occurrence after now;
  * - `trigger` sends one occurrence due now, marked manual: delivered once, outside the grid, which it does not move;
  * - `remove` unregisters it and deletes its state and history;
- * - `update` and `backfill` are refused (`InvalidSchedulePolicy`): a reminder is changed by registering it again.
+ * - `update` takes the misfire policies (`misfire`, `grace`, `history`), stored; a spec, `overlap`, `retry` or
+ *   `pauseAfterFailures` is refused, as is `backfill` (`InvalidSchedulePolicy`): a reminder's message and schedule
+ *   are changed by registering it again.
  *
  * @internal
  */
@@ -16,7 +18,7 @@ import type { Sharding } from "@effect/cluster/Sharding"
 import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import { DEFAULTS } from "../../internal/schedules.js"
+import { DEFAULTS, parsePolicies } from "../../internal/schedules.js"
 import { scheduleEvents } from "../../Metrics.js"
 import type { Filter, ScheduleInfo, ScheduleSource } from "../../Schedules.js"
 import { InvalidSchedulePolicy, ScheduledReferenceNotFound, ScheduleStorageError } from "../../TimerError.js"
@@ -175,7 +177,31 @@ export const make = (deps: {
           scheduleEvents("triggered").unsafeUpdate(1, [])
         })
       ),
-    update: (reference) => stored("update")(reference, Effect.zipRight(find(reference), refused("update"))),
+    update: (reference, changes) =>
+      stored("update")(
+        reference,
+        Effect.gen(function* () {
+          yield* find(reference)
+          if (changes.spec !== undefined) return yield* refused("update")
+          const policyChanges = (changes.policies ?? {}) as Record<string, unknown>
+          for (const policy of ["overlap", "retry", "pauseAfterFailures"]) {
+            if (policyChanges !== null && typeof policyChanges === "object" && policyChanges[policy] !== undefined) {
+              return yield* new InvalidSchedulePolicy({
+                policy,
+                reason: "a reminder takes misfire, grace and history (a grain handles one message at a time)"
+              })
+            }
+          }
+          const key = ReminderSql.stateKeyOf(reference)
+          const current = yield* state.get(key)
+          const base = current?.policies ?? { ...DEFAULTS, retry: false }
+          const parsed = yield* parsePolicies(changes.policies, { ...base, retry: undefined })
+          const policies = { ...parsed, retry: false }
+          yield* state.define(key, policies, "reminder")
+          yield* state.setPolicies(key, policies)
+          return yield* getInfo(reference)
+        })
+      ),
     remove: (reference) =>
       stored("remove")(
         reference,
