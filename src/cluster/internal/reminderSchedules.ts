@@ -82,9 +82,9 @@ export const make = (deps: {
         nextFire: st?.pause === undefined ? found.row.nextDue : undefined,
         lastRun,
         policies: {
-          // Today's behaviour: an occurrence missed while the cluster was down fires once on recovery.
-          misfire: DEFAULTS.misfire,
-          graceMillis: DEFAULTS.graceMillis,
+          // Unless an operator set them: an occurrence missed while the cluster was down fires once on recovery.
+          misfire: st?.policies.misfire ?? DEFAULTS.misfire,
+          graceMillis: st?.policies.graceMillis ?? DEFAULTS.graceMillis,
           // A grain handles its messages one at a time.
           overlap: "bufferAll",
           retry: false,
