@@ -281,7 +281,7 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
           yield* Scope.close(one.scope, Exit.void)
           yield* advance(35)
           const two = yield* operated(yield* startRunner(2))
-          yield* advance(6)
+          yield* advance(7)
           const history = yield* Effect.flatMap(two.schedules, (s) => s.history("rem-bell/m/tick"))
           assert.deepStrictEqual(
             history.map((run) => [run.instant, run.outcome]),
