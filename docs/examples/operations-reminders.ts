@@ -42,6 +42,9 @@ const main = Effect.gen(function* () {
   // resume: from the next occurrence after now
   yield* schedules.resume("invoice/inv-7/dunning")
 
+  // update the misfire policies (stored): after an outage longer than the grace, deliver none of the missed ones
+  yield* schedules.update("invoice/inv-7/dunning", { policies: { misfire: Schedules.skipMissed, grace: "1 minute" } })
+
   // trigger: one delivery now; the grid does not move
   yield* schedules.trigger("invoice/inv-7/dunning")
   yield* Effect.sleep("3 seconds")

@@ -19,8 +19,9 @@
  * owner `<grain kind>/<key>`, reference `<grain kind>/<key>/<name>`): pause (the occurrences that pass while paused
  * do not reach the grain and are recorded as `"skipped"`), resume (from the next occurrence after now), trigger (one
  * delivery now, the grid unmoved; from a runner that hosts the grain kind), remove (unregisters it), history (each
- * delivery's instant, start, end, outcome and lateness). A reminder is changed by registering it again: `update` and
- * `backfill` are `InvalidSchedulePolicy`.
+ * delivery's instant, start, end, outcome and lateness), update of its misfire policies (misfire, grace, history). A
+ * reminder's message and schedule are changed by registering it again: a spec update and `backfill` are
+ * `InvalidSchedulePolicy`.
  *
  * Storage failures are `ScheduleStorageError`.
  *
