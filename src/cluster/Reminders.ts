@@ -10,7 +10,8 @@
  * - Each registration gets a fresh generation; an occurrence whose generation is no longer current (unregistered,
  *   replaced) is dropped when it arrives. Re-registering a name replaces it.
  * - Missed while the whole cluster was down: the pending occurrence fires once on recovery, then the reminder
- *   continues on its grid (period: registration + k × period; cron: the next instant after now).
+ *   continues on its grid (period: registration + k × period; cron: the next instant after now). An operator can set
+ *   another misfire policy through `Schedules.update` (`ClusterSchedules`), stored with the reminder's pause.
  * - Delivery is at least once: a runner that dies while the grain handles the message delivers it again.
  *
  * @since 0.1.0
