@@ -15,6 +15,14 @@
  *   again (a restart with it in its layers) brings it back, so remove it from the code too.
  * - `history(reference)`: its runs, skips and misses, from a stored table that keeps the newest `Policies.history`.
  *
+ * With `Reminders.layer` provided below it, the durable reminders are listed and steered too (kind `"reminder"`,
+ * owner `<grain kind>/<key>`, reference `<grain kind>/<key>/<name>`): pause (the occurrences that pass while paused
+ * do not reach the grain and are recorded as `"skipped"`), resume (from the next occurrence after now), trigger (one
+ * delivery now, the grid unmoved; from a runner that hosts the grain kind), remove (unregisters it), history (each
+ * delivery's instant, start, end, outcome and lateness), update of its misfire policies (misfire, grace, history). A
+ * reminder's message and schedule are changed by registering it again: a spec update and `backfill` are
+ * `InvalidSchedulePolicy`.
+ *
  * Storage failures are `ScheduleStorageError`.
  *
  * @since 0.1.0
@@ -23,10 +31,12 @@ import type { Sharding } from "@effect/cluster/Sharding"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import type { ActorSystem } from "../ActorSystem.js"
 import * as Schedules from "../Schedules.js"
 import type { ScheduleStorageError } from "../TimerError.js"
 import * as internal from "./internal/clusterSchedules.js"
+import { Reminders } from "./Reminders.js"
 
 /**
  * The cluster crons of the runner's storage as a schedule source (creates the tables when missing).
@@ -69,4 +79,11 @@ export const make: Effect.Effect<Schedules.ScheduleSource, ScheduleStorageError,
  * @category layers
  */
 export const layer: Layer.Layer<never, ScheduleStorageError, ActorSystem | Sharding | SqlClient.SqlClient> =
-  Layer.scopedDiscard(Effect.flatMap(internal.make, Schedules.addSource))
+  Layer.scopedDiscard(
+    Effect.gen(function* () {
+      yield* Schedules.addSource(yield* internal.make)
+      // The durable reminders, when the runner has the service (provided below this layer).
+      const reminders = yield* Effect.serviceOption(Reminders)
+      if (Option.isSome(reminders)) yield* Schedules.addSource(reminders.value.schedules)
+    })
+  )

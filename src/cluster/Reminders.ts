@@ -10,7 +10,8 @@
  * - Each registration gets a fresh generation; an occurrence whose generation is no longer current (unregistered,
  *   replaced) is dropped when it arrives. Re-registering a name replaces it.
  * - Missed while the whole cluster was down: the pending occurrence fires once on recovery, then the reminder
- *   continues on its grid (period: registration + k × period; cron: the next instant after now).
+ *   continues on its grid (period: registration + k × period; cron: the next instant after now). An operator can set
+ *   another misfire policy through `Schedules.update` (`ClusterSchedules`), stored with the reminder's pause.
  * - Delivery is at least once: a runner that dies while the grain handles the message delivers it again.
  *
  * @since 0.1.0
@@ -31,7 +32,9 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { GrainProps } from "../Grain.js"
 import { delayMillis, intervalMillis } from "../internal/duration.js"
+import { DEFAULTS } from "../internal/schedules.js"
 import * as QuartzCron from "../QuartzCron.js"
+import type { Misfire, ScheduleSource } from "../Schedules.js"
 import type { InvalidCronExpression, InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
 import type { ClusterGrain, SendError } from "./ClusterGrain.js"
 import {
@@ -47,8 +50,10 @@ import {
   sendTimedOut,
   UnknownClusterGrainKind
 } from "./internal/grainProtocol.js"
+import { make as makeSource } from "./internal/reminderSchedules.js"
 import * as ReminderSql from "./internal/reminderSql.js"
 import { Tables } from "./internal/runner.js"
+import * as ScheduleState from "./internal/scheduleState.js"
 
 /**
  * When a reminder fires: after a delay or at a time, then every period if one is given, or on a Quartz cron
@@ -273,6 +278,11 @@ export interface RemindersService {
     delivery: ReminderDelivery,
     handle: (message: Msg) => Effect.Effect<void>
   ) => Effect.Effect<void>
+  /**
+   * The reminders as a `Schedules` source (kind `"reminder"`, owner `<kind>/<key>`, reference `<kind>/<key>/<name>`);
+   * `ClusterSchedules.layer` adds it to the runner's `Schedules` when this service is provided below it.
+   */
+  readonly schedules: ScheduleSource
 }
 
 /**
@@ -363,6 +373,46 @@ const nextOccurrence = (row: ReminderSql.ReminderRow, due: number, now: number):
   return undefined
 }
 
+/** Missed occurrences looked at, at most, after an outage (a longer run of them is counted as this many). */
+const MAX_MISSED_SCAN = 10_000
+
+/**
+ * What an occurrence that arrives at `now` does under the reminder's misfire policy: within `graceMillis` of its due
+ * time it is delivered and the reminder goes on from the next occurrence after now (today's behaviour). Later, it is
+ * a misfire: `runOnce` delivers it once for all that passed; `skipMissed` delivers none and goes on from the next after
+ * now; `runAll(max)` delivers each that passed, the latest `max` (the next is the grid's next, already due).
+ * `next` undefined: the row's own `nextOccurrence`.
+ */
+const decideMisfire = (
+  row: ReminderSql.ReminderRow,
+  due: number,
+  now: number,
+  policies: { readonly misfire: Misfire; readonly graceMillis: number }
+): {
+  readonly deliver: boolean
+  readonly missed: number
+  readonly next: number | undefined
+  readonly policy: string
+} => {
+  const onTime = { deliver: true, missed: 0, next: undefined, policy: "none" }
+  if (now - due <= policies.graceMillis || policies.misfire._tag === "RunOnce") return onTime
+  const late: Array<number> = [due]
+  for (let at = nextOccurrence(row, due, due); at !== undefined && at <= now && late.length < MAX_MISSED_SCAN; ) {
+    late.push(at)
+    at = nextOccurrence(row, at, at)
+  }
+  if (policies.misfire._tag === "SkipMissed") {
+    return { deliver: false, missed: late.length, next: undefined, policy: "skipMissed" }
+  }
+  const max = policies.misfire.max
+  if (late.length <= max) {
+    return { deliver: true, missed: 0, next: nextOccurrence(row, due, due), policy: `runAll(${max})` }
+  }
+  // The older ones are missed; the row jumps to the first of the latest `max`, which is delivered next.
+  const skipped = late.length - max
+  return { deliver: false, missed: skipped, next: late[skipped], policy: `runAll(${max})` }
+}
+
 /** A checked registration: the grain's key and the row to write. */
 interface Prepared {
   readonly key: string
@@ -421,6 +471,8 @@ export const layer = (
       const table = yield* storage("table creation")(
         ReminderSql.make(sql, options.table ?? `${prefix}_tickwork_reminders`)
       )
+      yield* storage("table creation")(ScheduleState.ensureStateTables)
+      const state = yield* ScheduleState.make
       const withSharding = Effect.provideService(Sharding, sharding)
 
       /** Checks one registration and makes its row and first occurrence; nothing is written. */
@@ -515,20 +567,77 @@ export const layer = (
       const deliver: RemindersService["deliver"] = (kind, key, delivery, handle) =>
         Effect.gen(function* () {
           const row = yield* retried(table.get(kind.name, key, delivery.name))
+          const manual = delivery.manual !== undefined
           // Unregistered, replaced, or an occurrence already handled (the row moved past it): drop it. A later
-          // occurrence than the row's is accepted: the row's advance may have failed after it was persisted.
-          if (row === undefined || row.generation !== delivery.generation || delivery.due < row.nextDue) return
-          const decoded = Schema.decodeUnknownEither(kind.message)(JSON.parse(row.message))
-          if (Either.isLeft(decoded)) {
-            yield* Effect.logError(
-              `reminder "${row.name}" of grain ${kind.name}/${key} holds a message the kind's schema cannot decode`,
-              issueOf(decoded.left)
+          // occurrence than the row's is accepted: the row's advance may have failed after it was persisted. An
+          // operator's trigger is outside the grid: only its generation is checked.
+          if (row === undefined || row.generation !== delivery.generation || (!manual && delivery.due < row.nextDue))
+            return
+          const stateKey = ReminderSql.stateKeyOf(ReminderSql.referenceOf(kind.name, key, row.name))
+          const stored = yield* retried(state.get(stateKey))
+          const keep = stored?.policies.history ?? DEFAULTS.history
+          const runId = manual ? `m:${delivery.manual}` : `s:${delivery.generation}:${delivery.due}`
+          const trigger = manual ? "manual" : "schedule"
+          const arrived = yield* Clock.currentTimeMillis
+          const misfire = manual
+            ? undefined
+            : decideMisfire(row, delivery.due, arrived, stored?.policies ?? { ...DEFAULTS, retry: false })
+          const passed = (outcome: "skipped" | "missed", detail: string) =>
+            retried(
+              state.record(
+                stateKey,
+                runId,
+                {
+                  instant: delivery.due,
+                  trigger,
+                  start: undefined,
+                  end: undefined,
+                  outcome,
+                  lateness: undefined,
+                  attempts: 0,
+                  detail
+                },
+                keep
+              )
             )
+          if (stored?.pause !== undefined && !manual) {
+            // Paused: the occurrence passes without reaching the grain; the grid goes on, so resume needs only the flag.
+            yield* passed("skipped", `paused: ${stored.pause.note}`)
+          } else if (misfire !== undefined && misfire.missed > 0 && !misfire.deliver) {
+            yield* passed("missed", `${misfire.missed} occurrence(s) missed (misfire: ${misfire.policy})`)
           } else {
-            yield* handle(decoded.right)
+            const start = yield* Clock.currentTimeMillis
+            const decoded = Schema.decodeUnknownEither(kind.message)(JSON.parse(row.message))
+            if (Either.isLeft(decoded)) {
+              yield* Effect.logError(
+                `reminder "${row.name}" of grain ${kind.name}/${key} holds a message the kind's schema cannot decode`,
+                issueOf(decoded.left)
+              )
+            } else {
+              yield* handle(decoded.right)
+            }
+            const end = yield* Clock.currentTimeMillis
+            yield* retried(
+              state.record(
+                stateKey,
+                runId,
+                {
+                  instant: delivery.due,
+                  trigger,
+                  start,
+                  end,
+                  outcome: Either.isLeft(decoded) ? "failed" : "sent",
+                  lateness: Math.max(0, start - delivery.due),
+                  attempts: 1,
+                  ...(Either.isLeft(decoded) ? { detail: "the kind's message schema cannot decode the message" } : {})
+                },
+                keep
+              )
+            )
           }
+          if (manual) return
           const now = yield* Clock.currentTimeMillis
-          const next = nextOccurrence(row, delivery.due, now)
+          const next = misfire?.next ?? nextOccurrence(row, delivery.due, now)
           if (next === undefined) {
             yield* retried(table.remove(kind.name, key, row.name, row.generation))
             return
@@ -550,10 +659,21 @@ export const layer = (
       return {
         register,
         registerMany,
-        unregister: (kind, key, name) => storage("unregister")(table.remove(kind.name, key, name)),
+        unregister: (kind, key, name) =>
+          storage("unregister")(
+            Effect.tap(table.remove(kind.name, key, name), () =>
+              state.remove(ReminderSql.stateKeyOf(ReminderSql.referenceOf(kind.name, key, name)))
+            )
+          ),
         list: (kind, key) => storage("list")(Effect.map(table.list(kind.name, key), (rows) => rows.map(toInfo))),
         hostedKind: (name) => localKind(sharding, name),
-        deliver
+        deliver,
+        schedules: makeSource({
+          table,
+          state,
+          sharding,
+          send: (kind, key, delivery) => withSharding(sendOccurrence(kind, key, delivery))
+        })
       }
     })
   )

@@ -19,6 +19,7 @@ import {
   startRunner as startTestRunner,
   type TestRunner
 } from "./conformance-helpers.js"
+import { reminderCases } from "./conformance-reminders.js"
 import { scheduleCases } from "./conformance-schedules.js"
 
 const pgSkip = await pgUnavailable("conformance", "the PostgreSQL variant")
@@ -103,6 +104,7 @@ for (const backend of backends) {
       })
 
       scheduleCases({ setup, advance })
+      reminderCases({ setup, advance })
 
       it.scoped("cron: once per instant, recorded in storage", () =>
         Effect.gen(function* () {

@@ -25,14 +25,19 @@ import type { Grain } from "../../Grain.js"
 import { positiveTimeoutMillis } from "../../internal/askTimeout.js"
 import type { InvalidTimerDelay } from "../../TimerError.js"
 
-/** The payload of a reminder delivery: a persisted self-message, due at `due`, deduplicated per occurrence. */
+/**
+ * The payload of a reminder delivery: a persisted self-message, due at `due`, deduplicated per occurrence. `manual`
+ * (the trigger's id) marks an operator's `Schedules.trigger`: delivered once, outside the grid, which it does not move.
+ */
 export class ReminderDelivery extends Schema.Class<ReminderDelivery>("tickwork/cluster/ReminderDelivery")({
   name: Schema.String,
   generation: Schema.String,
-  due: Schema.Number
+  due: Schema.Number,
+  manual: Schema.optional(Schema.String)
 }) {
   [PrimaryKey.symbol](): string {
-    return `reminder:${this.name}@${this.generation}@${this.due}`
+    const base = `reminder:${this.name}@${this.generation}@${this.due}`
+    return this.manual === undefined ? base : `${base}@manual:${this.manual}`
   }
   [DeliverAt.symbol](): DateTime.DateTime {
     return DateTime.unsafeMake(this.due)

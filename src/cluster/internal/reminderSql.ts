@@ -7,6 +7,34 @@ import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import { createTables } from "./runner.js"
 
+/** A segment of a reminder's reference: `/` and `%` escaped, so the three segments split back unambiguously. */
+const escapeSegment = (segment: string): string => segment.replaceAll("%", "%25").replaceAll("/", "%2F")
+
+/** A grain as a reminder's owner in `Schedules`: `<kind>/<key>`. */
+export const ownerOf = (kind: string, key: string): string => `${escapeSegment(kind)}/${escapeSegment(key)}`
+
+/** A reminder's reference in `Schedules`: `<kind>/<key>/<name>` (each segment with `/` and `%` escaped). */
+export const referenceOf = (kind: string, key: string, name: string): string =>
+  `${ownerOf(kind, key)}/${escapeSegment(name)}`
+
+/** The (kind, key, name) of a reminder's reference; undefined when it is not one. */
+export const parseReference = (
+  reference: string
+): { readonly kind: string; readonly key: string; readonly name: string } | undefined => {
+  if (typeof reference !== "string") return undefined
+  const parts = reference.split("/")
+  if (parts.length !== 3 || parts.some((part) => part.length === 0)) return undefined
+  try {
+    const [kind, key, name] = parts.map(decodeURIComponent) as [string, string, string]
+    return { kind, key, name }
+  } catch {
+    return undefined
+  }
+}
+
+/** The reminder's row in the schedule state and runs tables, apart from the cluster crons' references. */
+export const stateKeyOf = (reference: string): string => `reminder:${reference}`
+
 export interface ReminderRow {
   readonly name: string
   readonly generation: string
@@ -59,6 +87,11 @@ export interface ReminderSql {
     keys: ReadonlyArray<string>
   ) => Effect.Effect<ReadonlyArray<{ readonly key: string; readonly row: ReminderRow }>, SqlError>
   readonly list: (kind: string, key: string) => Effect.Effect<ReadonlyArray<ReminderRow>, SqlError>
+  /** Every reminder of the table, by kind, key and name. */
+  readonly all: Effect.Effect<
+    ReadonlyArray<{ readonly kind: string; readonly key: string; readonly row: ReminderRow }>,
+    SqlError
+  >
   /** Moves the reminder to its next occurrence, only if `generation` is still current. */
   readonly advance: (
     kind: string,
@@ -131,6 +164,11 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
         Effect.map(sql<RawRow>`${select} WHERE kind = ${kind} AND grain_key = ${key} ORDER BY name`, (rows) =>
           rows.map(toRow)
         ),
+      all: Effect.map(
+        sql<RawRow & { readonly kind: string; readonly grain_key: string }>`SELECT kind, grain_key, name, generation,
+          message, next_due, period_millis, cron, time_zone FROM ${table} ORDER BY kind, grain_key, name`,
+        (rows) => rows.map((raw) => ({ kind: raw.kind, key: raw.grain_key, row: toRow(raw) }))
+      ),
       advance: (kind, key, name, generation, nextDue) =>
         Effect.asVoid(sql`UPDATE ${table} SET next_due = ${nextDue}
           WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name} AND generation = ${generation}`),
