@@ -22,7 +22,7 @@ import { DEFAULTS, parsePolicies } from "../../internal/schedules.js"
 import { scheduleEvents } from "../../Metrics.js"
 import type { Filter, ScheduleInfo, ScheduleSource } from "../../Schedules.js"
 import { InvalidSchedulePolicy, ScheduledReferenceNotFound, ScheduleStorageError } from "../../TimerError.js"
-import { type KindWire, localKind, ReminderDelivery } from "./grainProtocol.js"
+import { type AnyKindWire, localKind, ReminderDelivery } from "./grainProtocol.js"
 import * as ReminderSql from "./reminderSql.js"
 import type * as ScheduleState from "./scheduleState.js"
 
@@ -63,7 +63,7 @@ export const make = (deps: {
   readonly table: ReminderSql.ReminderSql
   readonly state: ScheduleState.ScheduleState
   readonly sharding: Context.Tag.Service<Sharding>
-  readonly send: (kind: KindWire, key: string, delivery: ReminderDelivery) => Effect.Effect<void, unknown>
+  readonly send: (kind: AnyKindWire, key: string, delivery: ReminderDelivery) => Effect.Effect<void, unknown>
 }): ScheduleSource => {
   const { sharding, state, table } = deps
 
