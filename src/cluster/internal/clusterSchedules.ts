@@ -132,25 +132,14 @@ export const make = Effect.gen(function* () {
     pause: (reference, note, options) =>
       stored("pause")(
         reference,
-        Effect.gen(function* () {
-          const before = yield* getInfo(reference)
-          if (before.state === "paused") return before
-          const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-          yield* state.pause(reference, String(note), options?.by ?? "operator", now)
-          scheduleEvents("paused").unsafeUpdate(1, [])
-          return yield* getInfo(reference)
-        })
+        ScheduleState.changeState("paused", getInfo(reference), (now) =>
+          state.pause(reference, String(note), options?.by ?? "operator", now)
+        )
       ),
     resume: (reference) =>
       stored("resume")(
         reference,
-        Effect.gen(function* () {
-          const before = yield* getInfo(reference)
-          if (before.state === "active") return before
-          yield* state.resume(reference)
-          scheduleEvents("resumed").unsafeUpdate(1, [])
-          return yield* getInfo(reference)
-        })
+        ScheduleState.changeState("active", getInfo(reference), () => state.resume(reference))
       ),
     trigger: (reference) =>
       stored("trigger")(

@@ -24,7 +24,7 @@ import type { Filter, ScheduleInfo, ScheduleSource } from "../../Schedules.js"
 import { InvalidSchedulePolicy, ScheduledReferenceNotFound, ScheduleStorageError } from "../../TimerError.js"
 import { type AnyKindWire, localKind, ReminderDelivery } from "./grainProtocol.js"
 import * as ReminderSql from "./reminderSql.js"
-import type * as ScheduleState from "./scheduleState.js"
+import * as ScheduleState from "./scheduleState.js"
 
 interface Found {
   readonly kind: string
@@ -131,27 +131,18 @@ export const make = (deps: {
     pause: (reference, note, options) =>
       stored("pause")(
         reference,
-        Effect.gen(function* () {
-          const before = yield* getInfo(reference)
-          if (before.state === "paused") return before
+        ScheduleState.changeState("paused", getInfo(reference), (now) => {
           const key = ReminderSql.stateKeyOf(reference)
-          const now = yield* Clock.currentTimeMillis
-          yield* state.define(key, { ...DEFAULTS, retry: false }, "reminder")
-          yield* state.pause(key, String(note), options?.by ?? "operator", now)
-          scheduleEvents("paused").unsafeUpdate(1, [])
-          return yield* getInfo(reference)
+          return Effect.zipRight(
+            state.define(key, { ...DEFAULTS, retry: false }, "reminder"),
+            state.pause(key, String(note), options?.by ?? "operator", now)
+          )
         })
       ),
     resume: (reference) =>
       stored("resume")(
         reference,
-        Effect.gen(function* () {
-          const before = yield* getInfo(reference)
-          if (before.state === "active") return before
-          yield* state.resume(ReminderSql.stateKeyOf(reference))
-          scheduleEvents("resumed").unsafeUpdate(1, [])
-          return yield* getInfo(reference)
-        })
+        ScheduleState.changeState("active", getInfo(reference), () => state.resume(ReminderSql.stateKeyOf(reference)))
       ),
     trigger: (reference) =>
       stored("trigger")(

@@ -15,8 +15,10 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import type { Misfire, Overlap, Run } from "../../Schedules.js"
+import { scheduleEvents } from "../../Metrics.js"
+import type { Misfire, Overlap, Run, ScheduleInfo } from "../../Schedules.js"
 import { createTables, Tables } from "./runner.js"
 
 /** The policies kept in storage (a `retry` Schedule is code: it stays with the registration). */
@@ -247,3 +249,20 @@ export const make = Effect.gen(function* () {
 })
 
 export type ScheduleState = Effect.Effect.Success<typeof make>
+
+/**
+ * A source's `pause` and `resume`: nothing when the schedule is in that state already; otherwise `change` (given the
+ * time) is stored, the event counted, and the schedule answered as it is after.
+ */
+export const changeState = <E, E2>(
+  to: "paused" | "active",
+  info: Effect.Effect<ScheduleInfo, E>,
+  change: (now: number) => Effect.Effect<void, E2>
+): Effect.Effect<ScheduleInfo, E | E2> =>
+  Effect.gen(function* () {
+    const before = yield* info
+    if (before.state === to) return before
+    yield* change(yield* Clock.currentTimeMillis)
+    scheduleEvents(to === "paused" ? "paused" : "resumed").unsafeUpdate(1, [])
+    return yield* info
+  })
