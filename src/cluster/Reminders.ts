@@ -16,6 +16,7 @@
  *
  * @since 0.1.0
  */
+
 import { Sharding } from "@effect/cluster/Sharding"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -33,6 +34,7 @@ import * as Schema from "effect/Schema"
 import type { GrainProps } from "../Grain.js"
 import { delayMillis, intervalMillis } from "../internal/duration.js"
 import { DEFAULTS } from "../internal/schedules.js"
+import { scheduleEvents } from "../Metrics.js"
 import * as QuartzCron from "../QuartzCron.js"
 import type { Misfire, ScheduleSource } from "../Schedules.js"
 import type { InvalidCronExpression, InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
@@ -604,6 +606,7 @@ export const layer = (
             // Paused: the occurrence passes without reaching the grain; the grid goes on, so resume needs only the flag.
             yield* passed("skipped", `paused: ${stored.pause.note}`)
           } else if (misfire !== undefined && misfire.missed > 0 && !misfire.deliver) {
+            scheduleEvents("missed").unsafeUpdate(misfire.missed, [])
             yield* passed("missed", `${misfire.missed} occurrence(s) missed (misfire: ${misfire.policy})`)
           } else {
             const start = yield* Clock.currentTimeMillis

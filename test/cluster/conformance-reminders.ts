@@ -3,11 +3,14 @@
  * conformance.test.ts against each storage backend.
  */
 import { assert, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Fiber, Layer, Schedule, Schema, Scope } from "effect"
-import { ActorSystem, Grain, Schedules } from "tickwork"
+import { Clock, Effect, Exit, Fiber, Layer, Metric, Schedule, Schema, Scope } from "effect"
+import { ActorSystem, Grain, Metrics, Schedules } from "tickwork"
 import { ClusterGrain, ClusterSchedules, Reminders } from "tickwork/cluster"
 import type { TestRunner } from "./conformance-helpers.js"
 import type { ScheduleCasesHost } from "./conformance-schedules.js"
+
+/** Occurrences counted missed, process-wide (`Metrics.scheduleEvents("missed")`). */
+const missedCount = Effect.map(Metric.value(Metrics.scheduleEvents("missed")), (state) => state.count)
 
 /** What the grains received: key and time, per test (cleared by each). */
 const received: Array<[string, number]> = []
@@ -277,6 +280,7 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
           )
           yield* advance(11)
           deliveries("m", [10])
+          const missedBefore = yield* missedCount
           // Every runner is down from ~12 s to ~47 s: the occurrences of 20, 30 and 40 pass.
           yield* Scope.close(one.scope, Exit.void)
           yield* advance(35)
@@ -301,6 +305,7 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
           )
           assert.include(history[1]!.detail, misfire === "skipMissed" ? "3 occurrence(s) missed" : "1 occurrence(s)")
           assert.strictEqual(received.length, misfire === "skipMissed" ? 2 : 4)
+          assert.strictEqual((yield* missedCount) - missedBefore, misfire === "skipMissed" ? 3 : 1)
           yield* Scope.close(two.scope, Exit.void)
         }),
       { timeout: 120_000 }
