@@ -33,7 +33,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { GrainProps } from "../Grain.js"
 import { delayMillis, intervalMillis } from "../internal/duration.js"
-import { DEFAULTS } from "../internal/schedules.js"
+import { DEFAULTS, notRun } from "../internal/schedules.js"
 import { scheduleEvents } from "../Metrics.js"
 import * as QuartzCron from "../QuartzCron.js"
 import type { Misfire, ScheduleSource } from "../Schedules.js"
@@ -585,23 +585,7 @@ export const layer = (
             ? undefined
             : decideMisfire(row, delivery.due, arrived, stored?.policies ?? { ...DEFAULTS, retry: false })
           const passed = (outcome: "skipped" | "missed", detail: string) =>
-            retried(
-              state.record(
-                stateKey,
-                runId,
-                {
-                  instant: delivery.due,
-                  trigger,
-                  start: undefined,
-                  end: undefined,
-                  outcome,
-                  lateness: undefined,
-                  attempts: 0,
-                  detail
-                },
-                keep
-              )
-            )
+            retried(state.record(stateKey, runId, notRun(delivery.due, trigger, outcome, detail), keep))
           if (stored?.pause !== undefined && !manual) {
             // Paused: the occurrence passes without reaching the grain; the grid goes on, so resume needs only the flag.
             yield* passed("skipped", `paused: ${stored.pause.note}`)

@@ -87,6 +87,18 @@ export interface ParsedPolicies {
   readonly history: number
 }
 
+/**
+ * The history's entry for an instant that did not run: `"skipped"` (an overlap, a pause) or `"missed"` (a misfire,
+ * `lateness` after its instant).
+ */
+export const notRun = (
+  instant: number,
+  trigger: Run["trigger"],
+  outcome: "skipped" | "missed",
+  detail: string,
+  lateness?: number
+): Run => ({ instant, trigger, start: undefined, end: undefined, outcome, lateness, attempts: 0, detail })
+
 export const DEFAULTS: ParsedPolicies = {
   misfire: { _tag: "RunOnce" },
   graceMillis: Number.POSITIVE_INFINITY,
@@ -318,16 +330,8 @@ export class ScheduleRecord extends MailboxTick implements Cancellable {
     this.lastInstant = missed[missed.length - 1]
     if (skipped > 0) {
       scheduleEvents("missed").unsafeUpdate(skipped, [])
-      this.record({
-        instant: nominal,
-        trigger: "schedule",
-        start: undefined,
-        end: undefined,
-        outcome: "missed",
-        lateness: now - nominal,
-        attempts: 0,
-        detail: `${count >= MAX_MISSED_SCAN ? "at least " : ""}${skipped} instants missed by more than the grace window (${this.policies.graceMillis} ms)${run.length > 0 ? `; ${run.length} run now` : ""}`
-      })
+      const detail = `${count >= MAX_MISSED_SCAN ? "at least " : ""}${skipped} instants missed by more than the grace window (${this.policies.graceMillis} ms)${run.length > 0 ? `; ${run.length} run now` : ""}`
+      this.record(notRun(nominal, "schedule", "missed", detail, now - nominal))
     }
     return run
   }
@@ -349,16 +353,7 @@ export class ScheduleRecord extends MailboxTick implements Cancellable {
       scheduleEvents("overlap").unsafeUpdate(1, [])
       switch (this.policies.overlap) {
         case "skip":
-          this.record({
-            instant,
-            trigger,
-            start: undefined,
-            end: undefined,
-            outcome: "skipped",
-            lateness: undefined,
-            attempts: 0,
-            detail: "a run was still going (overlap: skip)"
-          })
+          this.record(notRun(instant, trigger, "skipped", "a run was still going (overlap: skip)"))
           return undefined
         case "bufferOne":
           this.buffered.length = 0

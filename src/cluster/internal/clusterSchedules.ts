@@ -12,16 +12,11 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import { backfillInstants, DEFAULTS, parsePolicies } from "../../internal/schedules.js"
+import { backfillInstants, DEFAULTS, notRun, parsePolicies } from "../../internal/schedules.js"
 import { scheduleEvents } from "../../Metrics.js"
 import * as QuartzCron from "../../QuartzCron.js"
 import type { Filter, ScheduleInfo, ScheduleSource } from "../../Schedules.js"
-import {
-  InvalidCronExpression,
-  InvalidSchedulePolicy,
-  ScheduledReferenceNotFound,
-  ScheduleStorageError
-} from "../../TimerError.js"
+import { InvalidCronExpression, InvalidSchedulePolicy, ScheduledReferenceNotFound } from "../../TimerError.js"
 import { cronOf, ensureTables, FirePayload, makeEntity, RunPayload, tableNames } from "./cron.js"
 import { runningIn } from "./cronPolicy.js"
 import * as ScheduleState from "./scheduleState.js"
@@ -34,19 +29,12 @@ interface CronRow {
   readonly generation: unknown
 }
 
-const storageError = (operation: string, reference: string | undefined) => (cause: unknown) =>
-  new ScheduleStorageError({
-    operation,
-    reference,
-    reason: cause instanceof Error ? cause.message : String(cause)
-  })
-
 /** The source over the cluster crons of the runner's storage (creates the tables when missing). */
 export const make = Effect.gen(function* () {
   const sharding = yield* Sharding.Sharding
   const storage = yield* SqlClient.SqlClient
   const sql = storage.withoutTransforms()
-  yield* Effect.mapError(ensureTables, storageError("table creation", undefined))
+  yield* Effect.mapError(ensureTables, ScheduleState.storageError("table creation", undefined))
   const tables = yield* tableNames
   const state = yield* ScheduleState.make
   const crons = sql(tables.schedules)
@@ -86,17 +74,6 @@ export const make = Effect.gen(function* () {
   const getInfo = (reference: string) =>
     Effect.flatMap(find(reference), (row) => Effect.flatMap(state.get(reference), (st) => info(row, st)))
 
-  /** `operation` with storage failures as `ScheduleStorageError`. */
-  const stored =
-    (operation: string) =>
-    <A, E, R>(reference: string | undefined, effect: Effect.Effect<A, E, R>) =>
-      Effect.catchIf(
-        effect,
-        (error): error is Extract<E, { readonly _tag: "SqlError" }> =>
-          (error as { readonly _tag?: string })?._tag === "SqlError",
-        (error) => Effect.fail(storageError(operation, reference)(error))
-      )
-
   const sendRun = (
     reference: string,
     trigger: "manual" | "backfill",
@@ -107,7 +84,7 @@ export const make = Effect.gen(function* () {
       const id = runId ?? String(yield* sharding.getSnowflake)
       const client = (yield* sharding.makeClient(makeEntity(reference)))(`${trigger}-${id}`)
       yield* client.run(new RunPayload({ id, trigger, instants }), { discard: true })
-    }).pipe(Effect.mapError(storageError(trigger, reference)))
+    }).pipe(Effect.mapError(ScheduleState.storageError(trigger, reference)))
 
   const matches = (filter: Filter | undefined) => (schedule: ScheduleInfo) =>
     (filter?.kind === undefined || schedule.kind === filter.kind) &&
@@ -119,7 +96,7 @@ export const make = Effect.gen(function* () {
     list: (filter) =>
       filter?.kind !== undefined && filter.kind !== "cluster-cron"
         ? Effect.succeed([])
-        : stored("list")(
+        : ScheduleState.stored("list")(
             undefined,
             Effect.gen(function* () {
               const rows = yield* sql<CronRow>`${select} ORDER BY reference`
@@ -128,21 +105,21 @@ export const make = Effect.gen(function* () {
               return all.filter(matches(filter))
             })
           ),
-    get: (reference) => stored("get")(reference, getInfo(reference)),
+    get: (reference) => ScheduleState.stored("get")(reference, getInfo(reference)),
     pause: (reference, note, options) =>
-      stored("pause")(
+      ScheduleState.stored("pause")(
         reference,
         ScheduleState.changeState("paused", getInfo(reference), (now) =>
           state.pause(reference, String(note), options?.by ?? "operator", now)
         )
       ),
     resume: (reference) =>
-      stored("resume")(
+      ScheduleState.stored("resume")(
         reference,
         ScheduleState.changeState("active", getInfo(reference), () => state.resume(reference))
       ),
     trigger: (reference) =>
-      stored("trigger")(
+      ScheduleState.stored("trigger")(
         reference,
         Effect.gen(function* () {
           const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
@@ -161,18 +138,12 @@ export const make = Effect.gen(function* () {
             return yield* state.record(
               reference,
               `m:${id}:${now}`,
-              {
-                instant: now,
-                trigger: "manual",
-                start: undefined,
-                end: undefined,
-                outcome: "skipped",
-                lateness: undefined,
-                attempts: 0,
-                detail: replaced
-                  ? "a later run took its place (overlap: bufferOne)"
-                  : "a run was still going (overlap: skip)"
-              },
+              notRun(
+                now,
+                "manual",
+                "skipped",
+                replaced ? "a later run took its place (overlap: bufferOne)" : "a run was still going (overlap: skip)"
+              ),
               st?.policies.history ?? DEFAULTS.history
             )
           }
@@ -181,7 +152,7 @@ export const make = Effect.gen(function* () {
         })
       ),
     update: (reference, changes) =>
-      stored("update")(
+      ScheduleState.stored("update")(
         reference,
         Effect.gen(function* () {
           const row = yield* find(reference)
@@ -244,7 +215,7 @@ export const make = Effect.gen(function* () {
                 client.fire(new FirePayload({ instant: cursor.next, generation: cursor.generation }), {
                   discard: true
                 }),
-                storageError("update", reference)
+                ScheduleState.storageError("update", reference)
               )
             }
           }
@@ -252,7 +223,7 @@ export const make = Effect.gen(function* () {
         })
       ),
     remove: (reference) =>
-      stored("remove")(
+      ScheduleState.stored("remove")(
         reference,
         Effect.gen(function* () {
           yield* find(reference)
@@ -264,9 +235,10 @@ export const make = Effect.gen(function* () {
           )
         })
       ),
-    history: (reference) => stored("history")(reference, Effect.zipRight(find(reference), state.history(reference))),
+    history: (reference) =>
+      ScheduleState.stored("history")(reference, Effect.zipRight(find(reference), state.history(reference))),
     backfill: (reference, from, to) =>
-      stored("backfill")(
+      ScheduleState.stored("backfill")(
         reference,
         Effect.gen(function* () {
           const row = yield* find(reference)

@@ -50,7 +50,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
-import type { ParsedPolicies } from "../../internal/schedules.js"
+import { notRun, type ParsedPolicies } from "../../internal/schedules.js"
 import { recordsSpans } from "../../internal/tracing.js"
 import { scheduleEvents } from "../../Metrics.js"
 import * as QuartzCron from "../../QuartzCron.js"
@@ -208,16 +208,22 @@ interface Cursor {
 
 const iso = (millis: number) => DateTime.formatIso(DateTime.unsafeMake(millis))
 
-/** The history's entry for an instant the overlap policy skipped: it did not run. */
-const skipped = (instant: number, trigger: Run["trigger"], detail: string): Run => ({
+/** The history's entry for a run of `execute` that started at `start` and ended at `end`. */
+const ranRun = (
+  instant: number,
+  trigger: Run["trigger"],
+  start: number,
+  end: number,
+  exit: Exit.Exit<unknown, unknown>,
+  attempts: number
+): Run => ({
   instant,
   trigger,
-  start: undefined,
-  end: undefined,
-  outcome: "skipped",
-  lateness: undefined,
-  attempts: 0,
-  detail
+  start,
+  end,
+  outcome: Exit.isFailure(exit) ? "failed" : "succeeded",
+  lateness: start - instant,
+  attempts
 })
 
 /** What a misfire did, for the log and the history. */
@@ -490,16 +496,7 @@ const registerSlot = (
                   yield* state.record(
                     reference,
                     `x:${instant}`,
-                    {
-                      instant,
-                      trigger: "schedule",
-                      start: undefined,
-                      end: undefined,
-                      outcome: "missed",
-                      lateness: now - instant,
-                      attempts: 0,
-                      detail
-                    },
+                    notRun(instant, "schedule", "missed", detail, now - instant),
                     policies.history
                   )
                 }
@@ -508,7 +505,7 @@ const registerSlot = (
                   yield* state.record(
                     reference,
                     `s:${instant}`,
-                    skipped(instant, "schedule", turn.detail),
+                    notRun(instant, "schedule", "skipped", turn.detail),
                     policies.history
                   )
                   return yield* moveOn(decision.next)
@@ -529,15 +526,7 @@ const registerSlot = (
                 }
                 yield* finish(
                   `s:${instant}`,
-                  {
-                    instant,
-                    trigger: "schedule",
-                    start: now,
-                    end,
-                    outcome: Exit.isFailure(exit) ? "failed" : "succeeded",
-                    lateness: now - instant,
-                    attempts
-                  },
+                  ranRun(instant, "schedule", now, end, exit, attempts),
                   exit,
                   policies,
                   false
@@ -585,7 +574,7 @@ const registerSlot = (
                   return yield* state.record(
                     reference,
                     id,
-                    skipped(instant, payload.trigger, turn.detail),
+                    notRun(instant, payload.trigger, "skipped", turn.detail),
                     policies.history
                   )
                 }
@@ -605,15 +594,7 @@ const registerSlot = (
                 const end = yield* Clock.currentTimeMillis
                 yield* finish(
                   id,
-                  {
-                    instant,
-                    trigger: payload.trigger,
-                    start: now,
-                    end,
-                    outcome: Exit.isFailure(exit) ? "failed" : "succeeded",
-                    lateness: now - instant,
-                    attempts
-                  },
+                  ranRun(instant, payload.trigger, now, end, exit, attempts),
                   exit,
                   policies,
                   row?.pause !== undefined

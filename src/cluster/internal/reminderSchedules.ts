@@ -21,7 +21,7 @@ import * as Effect from "effect/Effect"
 import { DEFAULTS, parsePolicies } from "../../internal/schedules.js"
 import { scheduleEvents } from "../../Metrics.js"
 import type { Filter, ScheduleInfo, ScheduleSource } from "../../Schedules.js"
-import { InvalidSchedulePolicy, ScheduledReferenceNotFound, ScheduleStorageError } from "../../TimerError.js"
+import { InvalidSchedulePolicy, ScheduledReferenceNotFound } from "../../TimerError.js"
 import { type AnyKindWire, localKind, ReminderDelivery } from "./grainProtocol.js"
 import * as ReminderSql from "./reminderSql.js"
 import * as ScheduleState from "./scheduleState.js"
@@ -32,24 +32,6 @@ interface Found {
   readonly reference: string
   readonly row: ReminderSql.ReminderRow
 }
-
-const storageError = (operation: string, reference: string | undefined) => (cause: unknown) =>
-  new ScheduleStorageError({
-    operation,
-    reference,
-    reason: cause instanceof Error ? cause.message : String(cause)
-  })
-
-/** `effect` with its storage failures (a `SqlError`) as `ScheduleStorageError`. */
-const stored =
-  (operation: string) =>
-  <A, E, R>(reference: string | undefined, effect: Effect.Effect<A, E, R>) =>
-    Effect.catchIf(
-      effect,
-      (error): error is Extract<E, { readonly _tag: "SqlError" }> =>
-        (error as { readonly _tag?: string })?._tag === "SqlError",
-      (error) => Effect.fail(storageError(operation, reference)(error))
-    )
 
 const refused = (operation: "update" | "backfill") =>
   Effect.fail(
@@ -115,7 +97,7 @@ export const make = (deps: {
     list: (filter) =>
       filter?.kind !== undefined && filter.kind !== "reminder"
         ? Effect.succeed([])
-        : stored("list")(
+        : ScheduleState.stored("list")(
             undefined,
             Effect.gen(function* () {
               const rows = yield* table.all
@@ -127,9 +109,9 @@ export const make = (deps: {
               return all.filter(matches(filter))
             })
           ),
-    get: (reference) => stored("get")(reference, getInfo(reference)),
+    get: (reference) => ScheduleState.stored("get")(reference, getInfo(reference)),
     pause: (reference, note, options) =>
-      stored("pause")(
+      ScheduleState.stored("pause")(
         reference,
         ScheduleState.changeState("paused", getInfo(reference), (now) => {
           const key = ReminderSql.stateKeyOf(reference)
@@ -140,18 +122,18 @@ export const make = (deps: {
         })
       ),
     resume: (reference) =>
-      stored("resume")(
+      ScheduleState.stored("resume")(
         reference,
         ScheduleState.changeState("active", getInfo(reference), () => state.resume(ReminderSql.stateKeyOf(reference)))
       ),
     trigger: (reference) =>
-      stored("trigger")(
+      ScheduleState.stored("trigger")(
         reference,
         Effect.gen(function* () {
           const found = yield* find(reference)
           const kind = localKind(sharding, found.kind)
           if (kind === undefined) {
-            return yield* storageError(
+            return yield* ScheduleState.storageError(
               "trigger",
               reference
             )(`grain kind "${found.kind}" is not hosted by ClusterGrain.layer on this runner`)
@@ -164,12 +146,12 @@ export const make = (deps: {
               found.key,
               new ReminderDelivery({ name: found.row.name, generation: found.row.generation, due: now, manual: id })
             )
-            .pipe(Effect.mapError(storageError("trigger", reference)))
+            .pipe(Effect.mapError(ScheduleState.storageError("trigger", reference)))
           scheduleEvents("triggered").unsafeUpdate(1, [])
         })
       ),
     update: (reference, changes) =>
-      stored("update")(
+      ScheduleState.stored("update")(
         reference,
         Effect.gen(function* () {
           yield* find(reference)
@@ -194,7 +176,7 @@ export const make = (deps: {
         })
       ),
     remove: (reference) =>
-      stored("remove")(
+      ScheduleState.stored("remove")(
         reference,
         Effect.gen(function* () {
           const found = yield* find(reference)
@@ -203,7 +185,11 @@ export const make = (deps: {
         })
       ),
     history: (reference) =>
-      stored("history")(reference, Effect.zipRight(find(reference), state.history(ReminderSql.stateKeyOf(reference)))),
-    backfill: (reference) => stored("backfill")(reference, Effect.zipRight(find(reference), refused("backfill")))
+      ScheduleState.stored("history")(
+        reference,
+        Effect.zipRight(find(reference), state.history(ReminderSql.stateKeyOf(reference)))
+      ),
+    backfill: (reference) =>
+      ScheduleState.stored("backfill")(reference, Effect.zipRight(find(reference), refused("backfill")))
   }
 }

@@ -19,6 +19,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { scheduleEvents } from "../../Metrics.js"
 import type { Misfire, Overlap, Run, ScheduleInfo } from "../../Schedules.js"
+import { ScheduleStorageError } from "../../TimerError.js"
 import { createTables, Tables } from "./runner.js"
 
 /** The policies kept in storage (a `retry` Schedule is code: it stays with the registration). */
@@ -266,3 +267,22 @@ export const changeState = <E, E2>(
     scheduleEvents(to === "paused" ? "paused" : "resumed").unsafeUpdate(1, [])
     return yield* info
   })
+
+/** A storage failure of a source's `operation` as the typed error `Schedules` answers with. */
+export const storageError = (operation: string, reference: string | undefined) => (cause: unknown) =>
+  new ScheduleStorageError({
+    operation,
+    reference,
+    reason: cause instanceof Error ? cause.message : String(cause)
+  })
+
+/** `effect` of a source's `operation` with its storage failures (a `SqlError`) as `ScheduleStorageError`. */
+export const stored =
+  (operation: string) =>
+  <A, E, R>(reference: string | undefined, effect: Effect.Effect<A, E, R>) =>
+    Effect.catchIf(
+      effect,
+      (error): error is Extract<E, { readonly _tag: "SqlError" }> =>
+        (error as { readonly _tag?: string })?._tag === "SqlError",
+      (error) => Effect.fail(storageError(operation, reference)(error))
+    )
