@@ -52,6 +52,7 @@ import {
   sendTimedOut,
   UnknownClusterGrainKind
 } from "./internal/grainProtocol.js"
+import * as Occurrences from "./internal/occurrenceSql.js"
 import { make as makeSource } from "./internal/reminderSchedules.js"
 import * as ReminderSql from "./internal/reminderSql.js"
 import { Tables } from "./internal/runner.js"
@@ -498,14 +499,15 @@ export const layer = (
         })
 
       /**
-       * The rows first (one statement, or one transaction of multi-row statements for a batch), since an occurrence
-       * that arrives before its row would be dropped as stale; then the first occurrences. The sends stay outside the
-       * transaction: a send can wait for the runner to acquire the grain's shard, which takes SQL of its own (on
-       * SQLite, the one connection a transaction would hold). If a send fails, the rows are taken back so no
-       * reminder is listed that will never fire, and the reminders they were to replace are put back as they were
-       * (their occurrences are still persisted, their generations current again).
+       * Writing a registration without `occurrences` (a runner not built by `ClusterRunner`, or another SQL client
+       * than its own): the rows first (one statement, or one transaction of multi-row statements for a batch), since
+       * an occurrence that arrives before its row would be dropped as stale; then the first occurrences, each sent
+       * through the cluster. The sends stay outside the transaction: a send can wait for the runner to acquire the
+       * grain's shard, which takes SQL of its own (on SQLite, the one connection a transaction would hold). If a send
+       * fails, the rows are taken back so no reminder is listed that will never fire, and the reminders they were
+       * to replace are put back as they were (their occurrences are still persisted, their generations current again).
        */
-      const write = (kind: AnyKindWire, prepared: ReadonlyArray<Prepared>) =>
+      const writeBySend = (kind: AnyKindWire, prepared: ReadonlyArray<Prepared>) =>
         Effect.gen(function* () {
           const previous = yield* storage("register")(
             prepared.length === 1
@@ -546,6 +548,25 @@ export const layer = (
             )
           )
         })
+
+      /** Where it can, registration writes the first occurrences with the rows (`internal/occurrenceSql.ts`). */
+      const occurrences = Occurrences.make(sharding, sql)
+
+      /**
+       * Writes checked registrations of one kind: each reminder's row and its first occurrence, all or none (one
+       * statement per `UPSERT_CHUNK` registrations on PostgreSQL, in one transaction when there are more; one
+       * transaction on SQLite). A reminder of the same (key, name) is replaced: its row takes the new generation, so
+       * its pending occurrence is dropped when it arrives. `prepared` holds each (key, name) once.
+       */
+      const write = (
+        kind: AnyKindWire,
+        prepared: ReadonlyArray<Prepared>
+      ): Effect.Effect<void, ReminderStorageError | SendError | GrainSendTimeout> =>
+        occurrences === undefined
+          ? writeBySend(kind, prepared)
+          : Effect.catchTag(occurrences.register(kind, prepared, table.upsertStatement), "SqlError", (cause) =>
+              Effect.fail(new ReminderStorageError({ operation: "register", cause }))
+            )
 
       const register: RemindersService["register"] = (kind, key, name, message, schedule) =>
         Effect.gen(function* () {

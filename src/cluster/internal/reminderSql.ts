@@ -3,7 +3,9 @@
  * BIGINT columns come back as numbers from SQLite and as strings from PostgreSQL, so reads go through `Number`.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Row } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import { createTables } from "./runner.js"
 
@@ -68,12 +70,20 @@ const toRow = (raw: RawRow): ReminderRow => ({
 /** Rows per multi-row upsert: 9 parameters each, well under SQLite's and PostgreSQL's parameter limits. */
 export const UPSERT_CHUNK = 500
 
-const chunks = <A>(items: ReadonlyArray<A>): ReadonlyArray<ReadonlyArray<A>> =>
+export const chunks = <A>(items: ReadonlyArray<A>): ReadonlyArray<ReadonlyArray<A>> =>
   Array.from({ length: Math.ceil(items.length / UPSERT_CHUNK) }, (_, i) =>
     items.slice(i * UPSERT_CHUNK, (i + 1) * UPSERT_CHUNK)
   )
 
 export interface ReminderSql {
+  /**
+   * The multi-row upsert of `rows` as a statement not yet run, to run alone or inside another (a (key, name) must
+   * appear once; at most `UPSERT_CHUNK` rows).
+   */
+  readonly upsertStatement: (
+    kind: string,
+    rows: ReadonlyArray<{ readonly key: string; readonly row: ReminderRow }>
+  ) => Statement.Statement<Row>
   readonly upsert: (kind: string, key: string, row: ReminderRow) => Effect.Effect<void, SqlError>
   /** `upsert` of many rows, `UPSERT_CHUNK` per statement; a (key, name) must appear once. */
   readonly upsertMany: (
@@ -137,6 +147,8 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
       period_millis = excluded.period_millis, cron = excluded.cron, time_zone = excluded.time_zone`
     const select = sql`SELECT name, generation, message, next_due, period_millis, cron, time_zone FROM ${table}`
     return {
+      upsertStatement: (kind, rows) =>
+        sql`INSERT INTO ${table} ${sql.insert(rows.map(({ key, row }) => columns(kind, key, row)))} ${onConflict}`,
       upsert: (kind, key, row) =>
         Effect.asVoid(sql`INSERT INTO ${table} ${sql.insert(columns(kind, key, row))} ${onConflict}`),
       upsertMany: (kind, rows) =>

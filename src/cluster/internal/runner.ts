@@ -235,14 +235,35 @@ export interface RunnerOptions {
  */
 export const runnerScopes = new WeakMap<object, Scope.Scope>()
 
-/** Records the runner's scope; built after `Sharding`, so closed before it. */
-const layerRunnerScope = Layer.scopedDiscard(
-  Effect.gen(function* () {
-    const sharding = yield* Sharding.Sharding
-    const scope = yield* Effect.scope
-    runnerScopes.set(sharding, scope)
-  })
-)
+/**
+ * What tickwork knows of the message storage of each runner built here, by its `Sharding`: @effect/cluster's
+ * `SqlMessageStorage` under `prefix` over `sql`, whose reads run every `pollMillis`. Reminders write the occurrences
+ * of a registration straight into its messages table when they share that `SqlClient` (`occurrenceSql.ts`).
+ */
+export interface RunnerMessageStorage {
+  readonly sql: SqlClient.SqlClient
+  readonly prefix: string
+  readonly pollMillis: number
+}
+
+export const runnerStorages = new WeakMap<object, RunnerMessageStorage>()
+
+/** Records the runner's scope and storage; built after `Sharding`, so closed before it. */
+const layerRunnerScope = (options: RunnerOptions) =>
+  Layer.scopedDiscard(
+    Effect.gen(function* () {
+      const sharding = yield* Sharding.Sharding
+      const scope = yield* Effect.scope
+      runnerScopes.set(sharding, scope)
+      const sql = yield* SqlClient.SqlClient
+      const poll = Duration.decodeUnknown(options.config.entityMessagePollInterval)
+      runnerStorages.set(sharding, {
+        sql,
+        prefix: options.prefix,
+        pollMillis: Option.isSome(poll) && Duration.isFinite(poll.value) ? Duration.toMillis(poll.value) : 1_000
+      })
+    })
+  )
 
 export type ClusterServices = Sharding.Sharding | Runners.Runners | MessageStorage.MessageStorage | Tables
 
@@ -262,7 +283,7 @@ export const layerSocketRunner = <E>(
   return withRunnerServices(
     options,
     (arming) =>
-      layerRunnerScope.pipe(
+      layerRunnerScope(options).pipe(
         Layer.provideMerge(transport),
         Layer.provide(health),
         Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable, arming)),
@@ -283,7 +304,7 @@ export const layerLocalRunner = <E>(
   withRunnerServices(
     options,
     (arming) =>
-      layerRunnerScope.pipe(
+      layerRunnerScope(options).pipe(
         Layer.provideMerge(Sharding.layer),
         Layer.provideMerge(Runners.layerNoop),
         Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable, arming)),
