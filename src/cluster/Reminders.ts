@@ -564,7 +564,7 @@ export const layer = (
       ): Effect.Effect<void, ReminderStorageError | SendError | GrainSendTimeout> =>
         occurrences === undefined
           ? writeBySend(kind, prepared)
-          : Effect.catchTag(occurrences.register(kind, prepared, table.upsertStatement), "SqlError", (cause) =>
+          : Effect.catchTag(occurrences.register(kind, prepared, table), "SqlError", (cause) =>
               Effect.fail(new ReminderStorageError({ operation: "register", cause }))
             )
 

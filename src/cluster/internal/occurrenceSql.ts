@@ -29,7 +29,6 @@ import type { Sharding } from "@effect/cluster/Sharding"
 import * as RpcClient from "@effect/rpc/RpcClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import type * as Statement from "@effect/sql/Statement"
 import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -38,7 +37,7 @@ import * as FiberRef from "effect/FiberRef"
 import * as PrimaryKey from "effect/PrimaryKey"
 import * as Schema from "effect/Schema"
 import { type AnyKindWire, localKind, ReminderDelivery, UnknownClusterGrainKind } from "./grainProtocol.js"
-import { chunks, type ReminderRow } from "./reminderSql.js"
+import { chunks, type ReminderRow, type ReminderSql } from "./reminderSql.js"
 import { runnerStorages } from "./runner.js"
 
 /** A row of `<prefix>_messages` as `SqlMessageStorage` writes a request (its `envelopeToRow`). */
@@ -84,22 +83,23 @@ export interface Registered {
 
 export interface OccurrenceWriter {
   /**
-   * Writes the reminder rows (`upsert`, a multi-row upsert of at most `UPSERT_CHUNK` rows) and each one's first
-   * occurrence (due at its `nextDue`), all or none; then wakes this runner's read loop if one of its shards has an
-   * occurrence due within a poll interval. Fails with `UnknownClusterGrainKind`, writing nothing, when this runner
-   * owns a grain's shard and does not host the kind (the check a send makes).
+   * Writes the reminder rows and each one's first occurrence (due at its `nextDue`), all or none; then wakes this
+   * runner's read loop if one of its shards has an occurrence due within a poll interval. Fails with
+   * `UnknownClusterGrainKind`, writing nothing, when this runner owns a grain's shard and does not host the kind
+   * (the check a send makes). Each (key, name) appears once in `registered`.
    */
   readonly register: (
     kind: AnyKindWire,
     registered: ReadonlyArray<Registered>,
-    upsert: (kind: string, rows: ReadonlyArray<Registered>) => Statement.Statement<unknown>
+    reminders: Pick<ReminderSql, "upsertStatement" | "upsertSelect">
   ) => Effect.Effect<void, SqlError | UnknownClusterGrainKind>
-  /** The message rows of `occurrences` of grains of `kind` (what `register` inserts). */
-  readonly rows: (
-    kind: AnyKindWire,
-    occurrences: ReadonlyArray<{ readonly key: string; readonly delivery: ReminderDelivery }>
-  ) => Effect.Effect<ReadonlyArray<MessageRow>, UnknownClusterGrainKind>
 }
+
+/**
+ * Registrations per PostgreSQL statement: one JSON parameter whatever the count, so this only bounds a statement's
+ * size; a larger batch is several statements in one transaction.
+ */
+const PG_CHUNK = 10_000
 
 /**
  * The writer for the runner behind `sharding`, when registration may write its message storage directly: the
@@ -121,11 +121,66 @@ export const make = (
   const messages = raw(`${storage.prefix}_messages`)
   const pollMillis = storage.pollMillis
 
-  const insertStatement = (rows: ReadonlyArray<MessageRow>): Statement.Statement<unknown> =>
-    dialect === "pg"
-      ? raw`INSERT INTO ${messages} ${raw.insert(rows as unknown as Array<Record<string, unknown>>)}
-          ON CONFLICT (message_id) DO NOTHING`
-      : raw`INSERT OR IGNORE INTO ${messages} ${raw.insert(rows as unknown as Array<Record<string, unknown>>)}`
+  /**
+   * SQLite: the reminder rows and the occurrences as two multi-row statements of `UPSERT_CHUNK` rows, in the caller's
+   * transaction.
+   */
+  const sqliteStatements = (
+    kind: AnyKindWire,
+    part: ReadonlyArray<{ readonly entry: Registered; readonly message: MessageRow }>,
+    reminders: Pick<ReminderSql, "upsertStatement">
+  ): Effect.Effect<void, SqlError> =>
+    Effect.zipRight(
+      reminders.upsertStatement(
+        kind.name,
+        part.map(({ entry }) => entry)
+      ),
+      Effect.asVoid(raw`INSERT OR IGNORE INTO ${messages} ${raw.insert(part.map(({ message }) => ({ ...message })))}`)
+    )
+
+  /**
+   * PostgreSQL: one statement, atomic by itself, whose only parameter that grows is one JSON array of the
+   * registrations (binding thousands of parameters costs more than the inserts): the reminder rows are upserted from
+   * it in a data-modifying CTE, the occurrences inserted from it.
+   */
+  const pgStatement = (
+    kind: AnyKindWire,
+    part: ReadonlyArray<{ readonly entry: Registered; readonly message: MessageRow }>,
+    headers: string,
+    reminders: Pick<ReminderSql, "upsertSelect">
+  ): Effect.Effect<void, SqlError> => {
+    const input = JSON.stringify(
+      part.map(({ entry: { key, row }, message }) => ({
+        grain_key: key,
+        name: row.name,
+        generation: row.generation,
+        message: row.message,
+        next_due: row.nextDue,
+        period_millis: row.periodMillis ?? null,
+        cron: row.cron ?? null,
+        time_zone: row.timeZone ?? null,
+        id: message.id,
+        message_id: message.message_id,
+        shard_id: message.shard_id,
+        payload: message.payload
+      }))
+    )
+    const upsert = reminders.upsertSelect(
+      raw`SELECT ${kind.name}::text, grain_key, name, generation, message, next_due, period_millis, cron, time_zone
+        FROM input`
+    )
+    return Effect.asVoid(raw`WITH input AS (
+        SELECT * FROM json_to_recordset(${input}::json) AS x(grain_key text, name text, generation text, message text,
+          next_due bigint, period_millis bigint, cron text, time_zone text, id bigint, message_id text, shard_id text,
+          payload text)
+      ), reminders AS (${upsert})
+      INSERT INTO ${messages} (id, message_id, shard_id, entity_type, entity_id, kind, tag, payload, headers, trace_id,
+        span_id, sampled, request_id, reply_id, deliver_at)
+      SELECT id, message_id, shard_id, ${kind.entity.type}::text, grain_key, 0, ${REMIND}::text, payload,
+        ${headers}::text, NULL::text, NULL::text, NULL::boolean, id, NULL::bigint, next_due
+      FROM input
+      ON CONFLICT (message_id) DO NOTHING`)
+  }
 
   /** The payload encoder of each kind's `Remind` RPC (the schema a send encodes with). */
   const encoders = new WeakMap<AnyKindWire, (delivery: ReminderDelivery) => unknown>()
@@ -182,30 +237,28 @@ export const make = (
           deliver_at: delivery.due
         }
       }
-      return { rows: result as ReadonlyArray<MessageRow>, local: local as ReadonlyArray<boolean> }
+      return { rows: result as ReadonlyArray<MessageRow>, local: local as ReadonlyArray<boolean>, headers }
     })
 
-  const register: OccurrenceWriter["register"] = (kind, registered, upsert) =>
+  const register: OccurrenceWriter["register"] = (kind, registered, reminders) =>
     Effect.gen(function* () {
-      const { local, rows: written } = yield* build(
+      const {
+        headers,
+        local,
+        rows: written
+      } = yield* build(
         kind,
         registered.map(({ key, row }) => ({
           key,
-          delivery: new ReminderDelivery({ name: row.name, generation: row.generation, due: row.nextDue })
+          // Checked when the row was prepared: no need to check it again.
+          delivery: new ReminderDelivery({ name: row.name, generation: row.generation, due: row.nextDue }, true)
         }))
       )
-      const parts = chunks(registered.map((entry, i) => ({ entry, message: written[i]! })))
-      const statements = parts.map((part) => {
-        const reminders = upsert(
-          kind.name,
-          part.map(({ entry }) => entry)
-        )
-        const occurrences = insertStatement(part.map(({ message }) => message))
-        // PostgreSQL: one statement per chunk, atomic by itself. SQLite has no data-modifying CTE: two statements.
-        return dialect === "pg"
-          ? Effect.asVoid(raw`WITH reminders AS (${reminders}) ${occurrences}`)
-          : Effect.zipRight(reminders, Effect.asVoid(occurrences))
-      })
+      const all = registered.map((entry, i) => ({ entry, message: written[i]! }))
+      const statements =
+        dialect === "pg"
+          ? chunks(all, PG_CHUNK).map((part) => pgStatement(kind, part, headers, reminders))
+          : chunks(all).map((part) => sqliteStatements(kind, part, reminders))
       yield* statements.length === 1 && dialect === "pg"
         ? statements[0]!
         : raw.withTransaction(Effect.all(statements, { discard: true }))
@@ -219,5 +272,5 @@ export const make = (
       }
     })
 
-  return { register, rows: (kind, occurrences) => Effect.map(build(kind, occurrences), ({ rows }) => rows) }
+  return { register }
 }

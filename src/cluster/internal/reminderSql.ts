@@ -70,10 +70,8 @@ const toRow = (raw: RawRow): ReminderRow => ({
 /** Rows per multi-row upsert: 9 parameters each, well under SQLite's and PostgreSQL's parameter limits. */
 export const UPSERT_CHUNK = 500
 
-export const chunks = <A>(items: ReadonlyArray<A>): ReadonlyArray<ReadonlyArray<A>> =>
-  Array.from({ length: Math.ceil(items.length / UPSERT_CHUNK) }, (_, i) =>
-    items.slice(i * UPSERT_CHUNK, (i + 1) * UPSERT_CHUNK)
-  )
+export const chunks = <A>(items: ReadonlyArray<A>, size = UPSERT_CHUNK): ReadonlyArray<ReadonlyArray<A>> =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
 
 export interface ReminderSql {
   /**
@@ -84,6 +82,11 @@ export interface ReminderSql {
     kind: string,
     rows: ReadonlyArray<{ readonly key: string; readonly row: ReminderRow }>
   ) => Statement.Statement<Row>
+  /**
+   * The upsert of the rows `select` yields, as a statement not yet run: `select` gives the columns `kind, grain_key,
+   * name, generation, message, next_due, period_millis, cron, time_zone` in that order, each (kind, key, name) once.
+   */
+  readonly upsertSelect: (select: Statement.Fragment) => Statement.Statement<Row>
   readonly upsert: (kind: string, key: string, row: ReminderRow) => Effect.Effect<void, SqlError>
   /** `upsert` of many rows, `UPSERT_CHUNK` per statement; a (key, name) must appear once. */
   readonly upsertMany: (
@@ -147,6 +150,9 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
       period_millis = excluded.period_millis, cron = excluded.cron, time_zone = excluded.time_zone`
     const select = sql`SELECT name, generation, message, next_due, period_millis, cron, time_zone FROM ${table}`
     return {
+      upsertSelect: (select) =>
+        sql`INSERT INTO ${table} (kind, grain_key, name, generation, message, next_due, period_millis, cron, time_zone)
+          ${select} ${onConflict}`,
       upsertStatement: (kind, rows) =>
         sql`INSERT INTO ${table} ${sql.insert(rows.map(({ key, row }) => columns(kind, key, row)))} ${onConflict}`,
       upsert: (kind, key, row) =>
