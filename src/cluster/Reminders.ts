@@ -7,6 +7,8 @@
  *   tables), created through `SqlClient`; the same SQL runs on SQLite and PostgreSQL.
  * - Each occurrence is one persisted cluster message with a delivery time (`DeliverAt`), so its lateness is
  *   bounded by the runner's storage poll interval (`ShardingConfig.entityMessagePollInterval`).
+ * - Registering writes the reminder's row and its first occurrence together (one statement on PostgreSQL, one
+ *   transaction on SQLite), straight into @effect/cluster's messages table on a runner built by `ClusterRunner`.
  * - Each registration gets a fresh generation; an occurrence whose generation is no longer current (unregistered,
  *   replaced) is dropped when it arrives. Re-registering a name replaces it.
  * - Missed while the whole cluster was down: the pending occurrence fires once on recovery, then the reminder
@@ -259,7 +261,8 @@ export interface RemindersService {
   ) => Effect.Effect<ReminderInfo, RegisterError>
   /**
    * Registers (or replaces) many reminders of grain kind `kind`, all or none: every registration is checked first
-   * (the first bad one fails the batch before anything is written), the rows go in one transaction.
+   * (the first bad one fails the batch before anything is written), the rows and first occurrences go in one
+   * statement or transaction (see `registerManyFor`).
    */
   readonly registerMany: (
     kind: AnyKindWire,
@@ -872,9 +875,12 @@ export const listFor = <Msg, A, E>(
 /**
  * From anywhere on a runner with the service: registers (or replaces) many reminders of grains of one kind, all or
  * none. Each registration is checked first (the same typed errors as `registerFor`); the first bad one fails the
- * whole batch and nothing is written. The rows are written in one transaction, then the first occurrences are sent;
- * if a send fails, the batch's rows are taken back and the reminders they replaced restored. The same (key, name)
- * twice in a batch: the later one wins. Succeeds with the registered reminders, in the order given.
+ * whole batch and nothing is written. On a runner built by `ClusterRunner`, each reminder's row and its first
+ * occurrence are written together, the occurrences as rows of @effect/cluster's messages table, in one statement on
+ * PostgreSQL (one per 10,000 registrations, in one transaction) and one transaction on SQLite: the batch is written
+ * whole or not at all. Elsewhere the rows are written in one transaction, then the first occurrences are sent; if a
+ * send fails, the batch's rows are taken back and the reminders they replaced restored. The same (key, name) twice in
+ * a batch: the later one wins. Succeeds with the registered reminders, in the order given.
  *
  * @example
  * ```ts
