@@ -877,7 +877,7 @@ export const listFor = <Msg, A, E>(
  * none. Each registration is checked first (the same typed errors as `registerFor`); the first bad one fails the
  * whole batch and nothing is written. On a runner built by `ClusterRunner`, each reminder's row and its first
  * occurrence are written together, the occurrences as rows of @effect/cluster's messages table, in one statement on
- * PostgreSQL (one per 10,000 registrations, in one transaction) and one transaction on SQLite: the batch is written
+ * PostgreSQL (one per 1,000 registrations, in one transaction) and one transaction on SQLite: the batch is written
  * whole or not at all. Elsewhere the rows are written in one transaction, then the first occurrences are sent; if a
  * send fails, the batch's rows are taken back and the reminders they replaced restored. The same (key, name) twice in
  * a batch: the later one wins. Succeeds with the registered reminders, in the order given.

@@ -266,6 +266,58 @@ for (const backend of backends) {
       )
 
       it.scoped(
+        "a batch of several statements is written whole, or not at all when a row is refused",
+        () =>
+          Effect.gen(function* () {
+            const { prefix, start, storage } = yield* setup
+            const { kind } = makeSubject(`fast-large-${backend.name}`)
+            const runner = yield* start(1)
+            const grains = yield* withGrains(runner, kind)
+            yield* TestClock.adjust(1)
+            const count = (table: string) =>
+              Effect.flatMap(
+                SqlClient.SqlClient,
+                (sql) => sql<{ readonly n: number | string }>`SELECT COUNT(*) AS n FROM ${sql(`${prefix}_${table}`)}`
+              ).pipe(
+                Effect.map((rows) => Number(rows[0]!.n)),
+                Effect.provide(storage)
+              )
+            // More than one statement holds on either storage (500 rows on SQLite, 1,000 on PostgreSQL). Fewer than
+            // 2,048 a clock millisecond: the runner's Snowflake generator repeats its ids past 4,096 in a millisecond
+            // while the clock stands still (as TestClock's does).
+            const batch = (n: number, lastKey: (i: number) => string) =>
+              Array.from({ length: n }, (_, i) => ({
+                key: i === n - 1 ? lastKey(i) : `g${i % 50}`,
+                name: `r${i}`,
+                message: wake("w", i),
+                schedule: Reminders.after("1 day")
+              }))
+            yield* Reminders.registerManyFor(
+              kind,
+              batch(1_501, (i) => `g${i}`)
+            ).pipe(Effect.provide(grains))
+            assert.strictEqual(yield* count("tickwork_reminders"), 1_501)
+            assert.strictEqual(yield* count("messages"), 1_501)
+            if (backend.name === "pg") {
+              // PostgreSQL refuses an entity id longer than 255 characters (as it would for a send): the last
+              // statement of the batch fails, and the statements before it are rolled back with it.
+              yield* TestClock.adjust(1)
+              const refused = yield* Effect.either(
+                Reminders.registerManyFor(
+                  kind,
+                  batch(1_501, () => "k".repeat(300))
+                ).pipe(Effect.provide(grains))
+              )
+              assert.strictEqual(refused._tag === "Left" ? refused.left._tag : "registered", "ReminderStorageError")
+              assert.strictEqual(yield* count("tickwork_reminders"), 1_501)
+              assert.strictEqual(yield* count("messages"), 1_501)
+            }
+            yield* Scope.close(runner.scope, Exit.void)
+          }),
+        60_000
+      )
+
+      it.scoped(
         "format: each occurrence row is the row SqlMessageStorage.saveRequest writes for it, and reads back",
         () =>
           Effect.gen(function* () {

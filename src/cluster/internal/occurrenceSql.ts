@@ -7,9 +7,10 @@
  * request sent with `discard`: a fresh request id from the runner's Snowflake generator, the shard of the grain's
  * entity id, the payload encoded with the `Remind` RPC's own payload schema, the request headers of the fiber
  * (`RpcClient.currentHeaders`), the primary key `<entity type>/<entity id>/Remind/<ReminderDelivery's key>` as
- * `message_id` (its SHA-256 when longer than 255 characters), the delivery time in `deliver_at`, and the same conflict
- * handling (`ON CONFLICT (message_id) DO NOTHING` on PostgreSQL, `INSERT OR IGNORE` on SQLite). No trace context is
- * written: an occurrence runs in a root span of its own anyway. `test/cluster/fastRegistration.test.ts` compares
+ * `message_id` (its SHA-256 when longer than 255 characters), the delivery time in `deliver_at`, and the same handling
+ * of a message stored twice (`ON CONFLICT (message_id) DO NOTHING`; on SQLite `SqlMessageStorage` writes `INSERT OR
+ * IGNORE`, which would also drop a row whose request id is taken: here that is an error, never a silent loss). No
+ * trace context is written: an occurrence runs in a root span of its own anyway. `test/cluster/fastRegistration.test.ts` compares
  * these rows column by column with the ones `saveRequest` writes, so a change of format fails there.
  *
  * It is used only where it is sure to write the runner's own message storage: a runner built by `ClusterRunner` (it
@@ -99,7 +100,7 @@ export interface OccurrenceWriter {
  * Registrations per PostgreSQL statement: one JSON parameter whatever the count, so this only bounds a statement's
  * size; a larger batch is several statements in one transaction.
  */
-const PG_CHUNK = 10_000
+const PG_CHUNK = 1_000
 
 /**
  * The writer for the runner behind `sharding`, when registration may write its message storage directly: the
@@ -135,7 +136,10 @@ export const make = (
         kind.name,
         part.map(({ entry }) => entry)
       ),
-      Effect.asVoid(raw`INSERT OR IGNORE INTO ${messages} ${raw.insert(part.map(({ message }) => ({ ...message })))}`)
+      Effect.asVoid(
+        raw`INSERT INTO ${messages} ${raw.insert(part.map(({ message }) => ({ ...message })))}
+          ON CONFLICT (message_id) DO NOTHING`
+      )
     )
 
   /**
