@@ -9,16 +9,20 @@ import * as EntityAddress from "@effect/cluster/EntityAddress"
 import * as Envelope from "@effect/cluster/Envelope"
 import * as Message from "@effect/cluster/Message"
 import * as MessageStorage from "@effect/cluster/MessageStorage"
+import * as RunnerAddress from "@effect/cluster/RunnerAddress"
+import * as RunnerHealth from "@effect/cluster/RunnerHealth"
+import * as Runners from "@effect/cluster/Runners"
 import * as ShardId from "@effect/cluster/ShardId"
 import * as Sharding from "@effect/cluster/Sharding"
 import * as ShardingConfig from "@effect/cluster/ShardingConfig"
 import * as Snowflake from "@effect/cluster/Snowflake"
 import * as SqlMessageStorage from "@effect/cluster/SqlMessageStorage"
+import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
 import * as Headers from "@effect/platform/Headers"
 import * as RpcClient from "@effect/rpc/RpcClient"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Context, Effect, Exit, Layer, Option, Schema, Scope, TestClock } from "effect"
+import { Clock, Context, Effect, Exit, Fiber, Layer, Option, Schema, Scope, TestClock } from "effect"
 import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
 import { ReminderDelivery } from "../../src/cluster/internal/grainProtocol.js"
@@ -407,3 +411,58 @@ for (const backend of backends) {
     }
   )
 }
+
+describe("registration on a runner not built by ClusterRunner", () => {
+  /** @effect/cluster's own layers over an in-memory SQLite: registration cannot know its storage, so it sends. */
+  const customRunner = Sharding.layer.pipe(
+    Layer.provideMerge(Runners.layerNoop),
+    Layer.provideMerge(Layer.merge(SqlMessageStorage.layer, SqlRunnerStorage.layer)),
+    Layer.provide(RunnerHealth.layerNoop),
+    Layer.provide(
+      ShardingConfig.layer({
+        runnerAddress: Option.some(RunnerAddress.make("custom", 1)),
+        entityMessagePollInterval: "1 second"
+      })
+    ),
+    Layer.provideMerge(ClusterRunner.layerStorage(ClusterRunner.sqlite(":memory:")))
+  )
+
+  const build = (name: string) =>
+    Effect.gen(function* () {
+      const subject = makeSubject(name)
+      const base = yield* Layer.build(
+        Reminders.layer().pipe(
+          Layer.provideMerge(ActorSystem.layer({ name: "custom" })),
+          Layer.provideMerge(customRunner)
+        )
+      )
+      yield* Layer.buildWithScope(ClusterGrain.layer([subject.kind]), yield* Effect.scope).pipe(Effect.provide(base))
+      yield* TestClock.adjust(1)
+      return { ...subject, base }
+    })
+
+  it.scoped("the first occurrence is sent through the cluster, then delivered", () =>
+    Effect.gen(function* () {
+      const { base, events, kind } = yield* build("custom-sent")
+      // A send waits for the runner to hold the grain's shard: it runs while the clock moves.
+      const registered = yield* Effect.fork(
+        Reminders.registerFor(kind, "a", "r", wake("a"), Reminders.after("3 seconds")).pipe(Effect.provide(base))
+      )
+      yield* advanceTo(2_001, 0)
+      yield* Fiber.join(registered)
+      const sql = Context.get(base, SqlClient.SqlClient).withoutTransforms()
+      const [sent] = yield* sql<{ readonly trace_id: string | null }>`SELECT trace_id FROM cluster_messages
+        WHERE tag = 'Remind' AND entity_id = 'a'`
+      // A send carries its client span's trace; an occurrence written with its row carries none.
+      assert.isNotNull(sent!.trace_id)
+      yield* advanceTo(5_001, 0)
+      // No local arming here: delivered at the first poll after its instant.
+      assert.deepStrictEqual(
+        events.map((event) => event.split("@")[0]),
+        ["+a", "a:a/0"]
+      )
+      assert.isAtLeast(Number(events[1]!.split("@")[1]), 3_001)
+      assert.isAtMost(Number(events[1]!.split("@")[1]), 4_001)
+    })
+  )
+})
