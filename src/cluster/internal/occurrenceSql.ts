@@ -10,8 +10,9 @@
  * `message_id` (its SHA-256 when longer than 255 characters), the delivery time in `deliver_at`, and the same handling
  * of a message stored twice (`ON CONFLICT (message_id) DO NOTHING`; on SQLite `SqlMessageStorage` writes `INSERT OR
  * IGNORE`, which would also drop a row whose request id is taken: here that is an error, never a silent loss). No
- * trace context is written: an occurrence runs in a root span of its own anyway. `test/cluster/fastRegistration.test.ts`
- * compares these rows column by column with the ones `saveRequest` writes, so a change of format fails there.
+ * trace context is written: an occurrence runs in a root span of its own anyway.
+ * `test/cluster/fastRegistration.test.ts` compares these rows column by column with the ones `saveRequest` writes, so
+ * a change of format fails there.
  *
  * It is used only where it is sure to write the runner's own message storage: a runner built by `ClusterRunner` (it
  * records its storage in `runnerStorages`) whose `SqlClient` is the reminders' own, on SQLite or PostgreSQL.
