@@ -153,7 +153,8 @@ const READY_ROUNDS = 20
  * One-line wiring for a cluster test: `TestSystem.layer(options)` (an `ActorSystem` on the test's `TestClock`, a
  * seeded `Random`, the timeline), an in-process cluster runner under it (`ClusterRunner.layerTest`, an in-memory
  * SQLite database unless `runner.storage` says otherwise), `ClusterGrain.layer(kinds)`, `Reminders.layer()` and
- * `ClusterSchedules.layer` (the cluster's crons and reminders in `Schedules`).
+ * `ClusterSchedules.layer` (the cluster's crons and reminders in `Schedules`). The kinds' handlers get these services
+ * (a grain that registers its own reminders needs nothing more); whatever else they need is the layer's requirement.
  *
  * The layer is built once the runner holds its shards. A runner takes them in fibers of its own after its layer is
  * built, and until then every send to a grain waits `sendRetryInterval` on the clock and tries again: under
@@ -186,7 +187,11 @@ export const layer = <
   const LocalKinds extends ReadonlyArray<Grain<any, any, any, any>> = []
 >(
   options: Options<Kinds, LocalKinds> = {}
-): Layer.Layer<Services, LayerError, ClusterKindRequirements<Kinds> | LocalKindRequirements<LocalKinds>> => {
+): Layer.Layer<
+  Services,
+  LayerError,
+  Exclude<ClusterKindRequirements<Kinds> | LocalKindRequirements<LocalKinds>, Services>
+> => {
   const system = TestSystem.layer(options)
   const runner = ClusterRunner.layerTest(options.runner)
   const config = {
