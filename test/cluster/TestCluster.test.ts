@@ -93,6 +93,36 @@ describe("TestCluster", () => {
     }).pipe(Effect.provide(TestCluster.layer({ kinds: [invoices.kind, orders.kind] })))
   })
 
+  it.effect("fireAllReminders and fireReminder first let what was sent before run (a tell that registers)", () => {
+    const received: Array<string> = []
+    const kind = ClusterGrain.make(
+      Grain.make<string>()({
+        name: "issuer",
+        onReceive: (ctx) =>
+          ctx.message === "issue"
+            ? Effect.orDie(
+                Effect.zipRight(
+                  Reminders.register(ctx, "a", "a!", Reminders.after("1 day")),
+                  Reminders.register(ctx, "b", "b!", Reminders.after("2 days"))
+                )
+              )
+            : Effect.sync(() => received.push(ctx.message))
+      }),
+      { message: Schema.String }
+    )
+    return Effect.gen(function* () {
+      yield* ClusterGrain.tell(kind, "k", "issue")
+      const all = yield* TestCluster.fireAllReminders(kind)
+      assert.deepStrictEqual(
+        all.map((fired) => fired.message),
+        ["a!", "b!"]
+      )
+      yield* ClusterGrain.tell(kind, "l", "issue")
+      assert.strictEqual((yield* TestCluster.fireReminder(kind, "l", "b")).message, "b!")
+      assert.deepStrictEqual(received, ["a!", "b!", "b!"])
+    }).pipe(Effect.provide(TestCluster.layer({ kinds: [kind] })))
+  })
+
   it.effect("advanceToNext jumps to the next reminder occurrence and reports the delivery", () => {
     const { kind, received } = makeSubject()
     return Effect.gen(function* () {

@@ -271,6 +271,8 @@ const fire = (
   name: string
 ): Effect.Effect<FiredReminder, ScheduledReferenceNotFound | ScheduleStorageError> =>
   Effect.gen(function* () {
+    // what was sent before (a tell that registers the reminder) runs first
+    yield* TestClock.adjust(0)
     const reference = ReminderSql.referenceOf(kind, key, name)
     const source = test.reminders.schedules
     const at = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
@@ -299,7 +301,8 @@ const decodeMessage = (test: TestClusterService, kind: string, row: ReminderSql.
 
 /**
  * Delivers one occurrence of reminder `name` of grain (kind, key) now, whenever it is due (Orleans' TestKit
- * `FireReminder`): the grain is activated if it is not, `onReceive` sees the reminder's message, and the reminder's
+ * `FireReminder`), after what was sent before has run (a tell that registers it): the grain is activated if it is not,
+ * `onReceive` sees the reminder's message, and the reminder's
  * own schedule does not move (its next occurrence stays due when it was; a one-shot stays registered). Succeeds, once
  * the grain has handled it, with what was delivered. Built on the reminders' `Schedules.trigger` (a manual run in the
  * reminder's history); a paused reminder is delivered too, as a trigger is. A reminder the grain does not have fails
@@ -369,7 +372,7 @@ export const fireAllReminders: {
   ): Effect.Effect<ReadonlyArray<FiredReminder<Msg>>, ScheduledReferenceNotFound | ScheduleStorageError, TestCluster>
   (): Effect.Effect<ReadonlyArray<FiredReminder>, ScheduledReferenceNotFound | ScheduleStorageError, TestCluster>
 } = (kind?: ClusterGrain.Any, key?: string): Effect.Effect<any, any, TestCluster> =>
-  Effect.flatMap(TestCluster, (test) =>
+  Effect.flatMap(Effect.zipRight(TestClock.adjust(0), TestCluster), (test) =>
     Effect.flatMap(Effect.orDie(test.table.all), (rows) =>
       Effect.forEach(
         rows.filter(
