@@ -100,13 +100,15 @@ describe("TestCluster", () => {
         name: "issuer",
         onReceive: (ctx) =>
           ctx.message === "issue"
-            ? Effect.orDie(
-                Effect.zipRight(
-                  Reminders.register(ctx, "a", "a!", Reminders.after("1 day")),
-                  Reminders.register(ctx, "b", "b!", Reminders.after("2 days"))
+            ? Effect.asVoid(
+                Effect.orDie(
+                  Effect.zipRight(
+                    Reminders.register(ctx, "a", "a!", Reminders.after("1 day")),
+                    Reminders.register(ctx, "b", "b!", Reminders.after("2 days"))
+                  )
                 )
               )
-            : Effect.sync(() => received.push(ctx.message))
+            : Effect.sync(() => void received.push(ctx.message))
       }),
       { message: Schema.String }
     )
