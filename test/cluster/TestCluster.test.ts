@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Schema } from "effect"
-import { Grain, Schedules } from "tickwork"
+import { Grain, GrainTimers, Schedules } from "tickwork"
 import { ClusterGrain, ClusterScheduler, Reminders } from "tickwork/cluster"
 import { TestCluster } from "tickwork/cluster/testkit"
 import { TestSystem } from "tickwork/testkit"
@@ -160,6 +160,36 @@ describe("TestCluster", () => {
       assert.deepStrictEqual(received.slice(2), ["beat@60000", "beat@70000", "beat@80000"])
     }).pipe(Effect.provide(TestCluster.layer({ kinds: [kind] })))
   })
+
+  it.effect(
+    "TestSystem's timers, inside and fireTimer reach a live cluster grain; an inactive one is UnknownGrainKind",
+    () => {
+      const polled: Array<number> = []
+      const Device = Grain.make<string>()({
+        name: "device",
+        onActivate: (props) =>
+          Effect.as(Effect.orDie(props.schedule("poll", "1 hour", GrainTimers.withTimerReference("poll"))), 0),
+        onReceive: (ctx, n) =>
+          ctx.message === "poll"
+            ? Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => polled.push(now))).pipe(
+                Effect.as(n + 1)
+              )
+            : Effect.succeed(n)
+      })
+      const kind = ClusterGrain.make(Device, { message: Schema.String })
+      return Effect.gen(function* () {
+        const owner = TestSystem.grain(Device, "d-1")
+        const inactive = yield* Effect.flip(TestSystem.inside(owner, (_props, n) => Effect.succeed(n)))
+        assert.strictEqual(inactive._tag, "UnknownGrainKind")
+        assert.include(inactive.message, "no activation of device/d-1 is live")
+        yield* ClusterGrain.tell(kind, "d-1", "hello")
+        yield* TestSystem.expectTimer(owner, "poll", { mode: "interval", dueIn: 3_600_000 })
+        yield* TestSystem.fireTimer(owner, "poll")
+        assert.deepStrictEqual(polled, [0])
+        assert.strictEqual(yield* TestSystem.inside(owner, (_props, n) => Effect.succeed(n)), 1)
+      }).pipe(Effect.provide(TestCluster.layer({ kinds: [kind] })))
+    }
+  )
 
   it.effect("advanceToNext sees a cluster cron's next instant and the system's own timers", () =>
     Effect.gen(function* () {
