@@ -1,7 +1,10 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Schema } from "effect"
+import { Clock, Effect, Exit, Layer, Schema } from "effect"
 import { Grain, GrainTimers, Schedules } from "tickwork"
-import { ClusterGrain, ClusterScheduler, Reminders } from "tickwork/cluster"
+import { ClusterGrain, ClusterRunner, ClusterScheduler, Reminders } from "tickwork/cluster"
 import { TestCluster } from "tickwork/cluster/testkit"
 import { TestSystem } from "tickwork/testkit"
 
@@ -36,6 +39,19 @@ describe("TestCluster", () => {
       )
     }).pipe(Effect.provide(TestCluster.layer({ kinds: [kind] })))
   })
+
+  it.scoped("layer: a storage whose shards another live runner holds is a defect that says so, not a hang", () =>
+    Effect.gen(function* () {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tickwork-testcluster-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+      const storage = ClusterRunner.sqlite(path.join(dir, "cluster.db"))
+      // another runner over the same file, alive for the whole test: it keeps its share of the shards
+      yield* Layer.build(ClusterRunner.layerTest({ storage, port: 2 }))
+      const exit = yield* Effect.exit(Layer.build(TestCluster.layer({ runner: { storage } })).pipe(Effect.scoped))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.include(String(Exit.isFailure(exit) ? exit.cause : ""), "did not acquire its shards")
+    })
+  )
 
   it.effect("fireReminder delivers an occurrence now and reports it; the reminder's schedule does not move", () => {
     const { kind, received } = makeSubject()
