@@ -3,7 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Layer, Schema } from "effect"
-import { Grain, GrainTimers, Schedules } from "tickwork"
+import { Grain, Grains, GrainTimers, Schedules } from "tickwork"
 import { ClusterGrain, ClusterRunner, ClusterScheduler, Reminders } from "tickwork/cluster"
 import { TestCluster } from "tickwork/cluster/testkit"
 import { TestSystem } from "tickwork/testkit"
@@ -22,6 +22,9 @@ const makeSubject = (name = "invoice") => {
   return { kind, received }
 }
 
+/** A single-process grain beside the cluster's. */
+const Local = Grain.make<string>()({ name: "local", onReceive: (ctx) => ctx.reply("pong") })
+
 describe("TestCluster", () => {
   it.effect("layer: a grain answers at once, with the clock still at 0 (the runner holds its shards)", () => {
     const { kind, received } = makeSubject()
@@ -30,14 +33,15 @@ describe("TestCluster", () => {
       yield* Reminders.registerFor(kind, "inv-1", "r", "later", Reminders.after("1 hour"))
       assert.deepStrictEqual(received, ["hello@0"])
       assert.strictEqual(yield* Clock.currentTimeMillis, 0)
-      // the TestSystem's helpers are there too
+      // the TestSystem's helpers are there too, and its local grains
       assert.strictEqual((yield* TestSystem.TestSystem).startedAt, 0)
+      assert.strictEqual(yield* Grains.ask<string>(Local, "l", "ping"), "pong")
       const listed = yield* Effect.flatMap(Schedules.Schedules, (schedules) => schedules.list({ kind: "reminder" }))
       assert.deepStrictEqual(
         listed.map((info) => [info.reference, info.nextFire]),
         [["invoice/inv-1/r", 3_600_000]]
       )
-    }).pipe(Effect.provide(TestCluster.layer({ kinds: [kind] })))
+    }).pipe(Effect.provide(TestCluster.layer({ kinds: [kind], grains: [Local] })))
   })
 
   it.scoped("layer: a storage whose shards another live runner holds is a defect that says so, not a hang", () =>

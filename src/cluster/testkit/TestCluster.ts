@@ -161,6 +161,8 @@ const READY_ROUNDS = 20
  * `TestClock` that wait never ends unless the test moves the clock. So the layer lets those fibers run
  * (`TestClock.adjust(0)`, the clock does not move) until every shard is this runner's; only when the storage still
  * holds another runner's locks (a shared SQLite file) does it move the clock, a second at a time, until they expire.
+ * The runner must be its storage's only one: beside another live runner it never holds every shard, and the layer
+ * dies saying so.
  *
  * @example
  * ```ts
