@@ -77,9 +77,8 @@ describe("with TestSystem", () => {
 
       const players = yield* TestSystem.entities(Player)
       yield* players.tell("p-1", { _tag: "Hit" })
-      const hp = yield* TestSystem.inside(TestSystem.entity<{ readonly hp: number }>(players, "p-1"), (_ctx, model) =>
-        Effect.succeed(model.hp)
-      )
+      // the registry carries Player's model type: `model` is typed here
+      const hp = yield* TestSystem.inside(TestSystem.entity(players, "p-1"), (_ctx, model) => Effect.succeed(model.hp))
       assert.strictEqual(hp, 9)
 
       const lobby = yield* Spot.spawn({ initialState: ["ann"] }, "lobby")

@@ -254,28 +254,51 @@ export const grain = <Msg, S>(kind: Grain<Msg, S, any, any>, key: string): Grain
 })
 
 /**
- * Entity `id` of `registry` as an owner. Name the model's type to see it typed in `inside` (`entity<Model>(...)`).
+ * An entity kind's registry started by `entities(kind)`: an `EntityRegistry` that also carries the kind's model type,
+ * so that `entity(registry, id)` and `inside` on it are typed by the model without naming it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TestEntities<Model, Cmd extends Entity.Command> extends Entity.EntityRegistry<Cmd> {
+  /** Never set: carries the model's type. */
+  readonly "~model"?: Model
+}
+
+/**
+ * Entity `id` of `registry` as an owner. A registry from `entities(kind)` carries its model's type, so `inside` on the
+ * owner gets the model typed; for a registry of your own (`Entity.makeRegistry`) name it: `entity<Model>(...)`.
  *
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import type { Entity } from "tickwork"
+ * import { Entity } from "tickwork"
  * import { TestSystem } from "tickwork/testkit"
  *
- * declare const players: Entity.EntityRegistry<{ readonly _tag: "Hit" }>
- * const timers = TestSystem.timers(TestSystem.entity(players, "p-1"))
+ * const Player = Entity.make<{ readonly hp: number }, { readonly _tag: "Hit" }>()({
+ *   name: "Player",
+ *   initialize: () => Effect.succeed({ hp: 10 }),
+ *   commands: { Hit: (_cmd, model) => Effect.succeed({ hp: model.hp - 1 }) }
+ * })
+ * const test = Effect.gen(function*() {
+ *   const players = yield* TestSystem.entities(Player)
+ *   const p1 = TestSystem.entity(players, "p-1")
+ *   const hp = yield* TestSystem.inside(p1, (_ctx, model) => Effect.succeed(model.hp)) // a number
+ *   const timers = yield* TestSystem.timers(p1)
+ * })
  * ```
  *
  * @since 0.1.0
  * @category constructors
  */
 export const entity = <Model = unknown, Cmd extends Entity.Command = any>(
-  registry: Entity.EntityRegistry<Cmd>,
+  registry: Entity.EntityRegistry<Cmd> & { readonly "~model"?: Model },
   id: string
 ): EntityOwner<Model, Cmd> => ({ _tag: "EntityOwner", registry, id })
 
 /**
- * Starts the registry of an entity kind in the test's system, for the system's lifetime (no `Scope` needed).
+ * Starts the registry of an entity kind in the test's system, for the system's lifetime (no `Scope` needed). The
+ * registry carries the kind's model type: `entity(registry, id)` and `inside` on it are typed by it.
  *
  * @example
  * ```ts
@@ -300,7 +323,7 @@ export const entity = <Model = unknown, Cmd extends Entity.Command = any>(
 export const entities = <Model, Cmd extends Entity.Command, E, R>(
   kind: Entity.Entity<Model, Cmd, E, R>
 ): Effect.Effect<
-  Entity.EntityRegistry<Cmd>,
+  TestEntities<Model, Cmd>,
   Entity.InvalidEntityDefinition | InvalidTimerInterval | InvalidTimerDelay,
   R | TestSystem
 > =>

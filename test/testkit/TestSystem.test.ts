@@ -102,8 +102,12 @@ describe("TestSystem.inside", () => {
   it.effect("an entity: woken if it sleeps, with its context and model", () =>
     Effect.gen(function* () {
       const players = yield* TestSystem.entities(Player)
-      const p1 = TestSystem.entity<PlayerModel>(players, "p-1")
-      assert.strictEqual(yield* TestSystem.inside(p1, (_ctx, model) => Effect.succeed(model.hp)), 10)
+      // typed by the kind's model through the registry: no type argument, no cast
+      const p1 = TestSystem.entity(players, "p-1")
+      const hp: number = yield* TestSystem.inside(p1, (_ctx, model) => Effect.succeed(model.hp))
+      assert.strictEqual(hp, 10)
+      const fromContext: PlayerModel = yield* TestSystem.inside(p1, (ctx) => ctx.model)
+      assert.deepStrictEqual(fromContext, { hp: 10 })
       yield* players.tell("p-1", { _tag: "Hit" })
       assert.strictEqual(yield* TestSystem.inside(p1, (_ctx, model) => Effect.succeed(model.hp)), 9)
       assert.strictEqual(yield* TestSystem.inside(p1, (ctx) => Effect.succeed(ctx.id)), "p-1")
