@@ -1,7 +1,25 @@
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, makeMethods } from "@effect/vitest"
 import { Cause, Effect, Exit, Random, TestClock } from "effect"
 import { Actor, ActorSystem, Entity, Grain, Grains, GrainTimers, OverrunPolicy, Schedules, Spot } from "tickwork"
 import { TestProbe, TestSystem } from "tickwork/testkit"
+import { vi } from "vitest"
+
+/**
+ * Runs `body` as `it.effect` runs a test, through @effect/vitest's own runner (its `TestContext`, its `Cause` to error
+ * step), and gives back what that runner throws: the error vitest prints for a failing test.
+ */
+const thrownByItEffect = (body: () => Effect.Effect<void, unknown>) =>
+  Effect.promise(() => {
+    let test: ((context: undefined) => Promise<unknown>) | undefined
+    const register = (_name: string, _options: unknown, fn: (context: undefined) => Promise<unknown>) => {
+      test = fn
+    }
+    makeMethods(register as never).effect("captured", body)
+    return test!(undefined).then(
+      () => undefined,
+      (error: unknown) => error
+    )
+  })
 
 /** The message of the defect `effect` dies with. */
 const defectOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -318,6 +336,54 @@ describe("the timeline beside a failing test's error", () => {
       assert.include(message, "tickwork timeline (last 3 of")
       assert.include(message, '+2000ms  delivered actor_timer "beat" of /user/ticker')
       assert.include(message, '+2000ms  armed     actor_timer "beat" of /user/ticker (due +3000ms)')
+    })
+  )
+
+  it.effect("a failing it.effect test: the error @effect/vitest throws (and vitest prints) carries the timeline", () =>
+    Effect.gen(function* () {
+      const thrown = yield* thrownByItEffect(() =>
+        Effect.gen(function* () {
+          yield* ActorSystem.spawn(Ticker, "ticker")
+          yield* TestClock.adjust("2 seconds")
+          assert.strictEqual(1, 2, "the tick never came")
+        }).pipe(Effect.provide(TestSystem.layer({ printLines: 3 })))
+      )
+      assert.instanceOf(thrown, Error)
+      const message = (thrown as Error).message
+      assert.match(message, /^the tick never came/)
+      assert.include(
+        message,
+        "\n\ntickwork timeline (last 3 of 7 events; virtual time since the system started):\n" +
+          '   +2000ms  fired     actor_timer "beat" of /user/ticker\n' +
+          '   +2000ms  armed     actor_timer "beat" of /user/ticker (due +3000ms)\n' +
+          '   +2000ms  delivered actor_timer "beat" of /user/ticker'
+      )
+      // a passing test throws nothing and prints nothing
+      const passed = yield* thrownByItEffect(() =>
+        Effect.asVoid(ActorSystem.spawn(Ticker, "ticker")).pipe(Effect.provide(TestSystem.layer()))
+      )
+      assert.isUndefined(passed)
+    })
+  )
+
+  it.effect("a failure that is not an Error (it cannot take the text): the timeline goes to stderr", () =>
+    Effect.gen(function* () {
+      const printed: Array<string> = []
+      const spy = vi.spyOn(console, "error").mockImplementation((text: unknown) => {
+        printed.push(String(text))
+      })
+      const thrown = yield* thrownByItEffect(() =>
+        Effect.gen(function* () {
+          yield* ActorSystem.spawn(Ticker, "ticker")
+          yield* TestClock.adjust("1 second")
+          return yield* Effect.fail("out of cheese")
+        }).pipe(Effect.provide(TestSystem.layer({ printLines: 1 })))
+      ).pipe(Effect.ensuring(Effect.sync(() => spy.mockRestore())))
+      assert.strictEqual((thrown as Error).message, "out of cheese")
+      assert.deepStrictEqual(printed, [
+        "tickwork timeline (last 1 of 4 events; virtual time since the system started):\n" +
+          '   +1000ms  delivered actor_timer "beat" of /user/ticker'
+      ])
     })
   )
 
