@@ -100,6 +100,56 @@ describe("with TestSystem", () => {
     }).pipe(Effect.provide(TestLive))
   )
 
+  it.effect("TimerCancelled, inside an actor, counts per owner and key, the timeline in a passing test", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<Event>()
+      const heartbeat = yield* ActorSystem.spawn(Heartbeat, "heartbeat")
+      yield* heartbeat.tell({ _tag: "Start", listener: probe.ref })
+      // what BehaviorTestKit's run gives: the actor's own context, in its mailbox order (after Start)
+      assert.deepStrictEqual(yield* TestSystem.inside(heartbeat, (ctx) => ctx.timers.activeKeys), ["beat"])
+      yield* TestTimers.timePasses("3 seconds") // ManualTime's timePasses
+      // TimerCancelled: it stopped after three beats, and its timer went with it
+      yield* TestSystem.expectNoTimer(heartbeat, "beat")
+      const beats = yield* TestSystem.counts(heartbeat, "beat")
+      assert.deepStrictEqual([beats.delivered, beats.stale], [3, 0])
+      // the timeline a failing test prints beside its error, read in a passing one
+      const cancels = (yield* TestSystem.timeline()).filter((line) => line.event === "cancelled" && line.key === "beat")
+      assert.deepStrictEqual(
+        cancels.map((line) => [line.at, line.owner]),
+        [[3000, "/user/heartbeat"]]
+      )
+    }).pipe(Effect.provide(TestLive))
+  )
+
+  it.effect("more of Akka's TestProbe: ignoreMessages, expectMessageAllOf, within, receiveWhile, awaitAssert", () =>
+    Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const probe = yield* TestProbe.make<string>()
+      // Akka's ignoreMsg: the noise every 100 ms is dropped as it arrives
+      yield* probe.ignoreMessages((message) => message === "noise")
+      yield* system.scheduler.scheduleAtFixedRate("100 millis", "100 millis", probe.ref, "noise")
+      yield* system.scheduler.scheduleOnce("1 second", probe.ref, "b")
+      yield* system.scheduler.scheduleOnce("1 second", probe.ref, "a")
+      // both, in any order; within(min, max): the expectation moved the clock exactly 1 s (it stops once met)
+      yield* TestProbe.within("1 second", "1 second", probe.expectMessageAllOf(["a", "b"], "3 seconds"))
+      // receiveWhile: the x's, up to the first other message, which stays unread
+      yield* system.scheduler.scheduleOnce("100 millis", probe.ref, "x1")
+      yield* system.scheduler.scheduleOnce("200 millis", probe.ref, "x2")
+      yield* system.scheduler.scheduleOnce("300 millis", probe.ref, "end")
+      const xs = yield* probe.receiveWhile((message) => message.startsWith("x"), { within: "1 second" })
+      assert.deepStrictEqual(xs, ["x1", "x2"])
+      assert.strictEqual(yield* probe.receiveMessage(), "end")
+      // awaitAssert: tried again, the clock moving to the next timer between tries, until it holds
+      const flushed: Array<number> = []
+      yield* system.scheduler.scheduleOnceFunction("2 seconds", TestTimers.now.pipe(Effect.map((t) => flushed.push(t))))
+      yield* TestProbe.awaitAssert(
+        Effect.sync(() => assert.strictEqual(flushed.length, 1)),
+        "5 seconds"
+      )
+      yield* probe.ignoreNoMessages
+    }).pipe(Effect.provide(TestLive))
+  )
+
   // A property test: for any delay fast-check picks, the message arrives exactly once.
   it.effect.prop(
     "a single timer fires once, whatever came before it",
