@@ -56,7 +56,12 @@ describe("with TestSystem", () => {
       const heartbeat = yield* ActorSystem.spawn(Heartbeat, "heartbeat")
       yield* TestSystem.expectNoTimers(heartbeat)
       yield* heartbeat.tell({ _tag: "Start", listener: probe.ref })
-      yield* TestSystem.expectTimer(heartbeat, "beat", { mode: "fixed-rate", dueIn: 1000, intervalMillis: 1000 })
+      yield* TestSystem.expectTimer(heartbeat, "beat", {
+        message: { _tag: "Beat" },
+        mode: "fixed-rate",
+        dueIn: 1000,
+        intervalMillis: 1000
+      })
       // Akka's expectMessageType, with a Schema; the probe moves the clock up to 2 s for it
       const beat = yield* probe.expectMessageType(Beat, "2 seconds")
       assert.strictEqual(beat.n, 1)

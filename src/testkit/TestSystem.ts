@@ -18,11 +18,13 @@
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Equal from "effect/Equal"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Random from "effect/Random"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
+import * as Utils from "effect/Utils"
 import type { ActorContext } from "../Actor.js"
 import type { ActorRef } from "../ActorRef.js"
 import * as ActorSystem from "../ActorSystem.js"
@@ -392,6 +394,27 @@ const grainCell = (test: TestSystemService, owner: GrainOwner<any, any>): Effect
     )
   })
 
+/**
+ * The messages of an incarnation's timers, by kind and key: what no public `TimerInfo` carries. Read from the entries
+ * themselves: the actor's keyed timers and receive timeout, a grain activation's timers, the timer tables (an
+ * entity's periodic timers keep their command; a Spot's timers and one-shots have none).
+ */
+const timerMessages = (cell: ActorCell): Map<string, unknown> => {
+  const messages = new Map<string, unknown>()
+  const put = (kind: string, key: string, message: unknown) => messages.set(`${kind}\u0000${key}`, message)
+  for (const timer of cell.timers?.values() ?? []) put(timer.kind, timer.key, timer.message)
+  if (cell.receiveTimeout !== undefined) put(cell.receiveTimeout.kind, "receive-timeout", cell.receiveTimeout.message)
+  if (cell.owner instanceof Activation) {
+    for (const timer of cell.owner.timerList()) put(timer.kind, timer.reference, timer.message)
+  }
+  for (const table of cell.timerTables ?? []) {
+    const book = table as { timerList?: () => ReadonlyArray<{ kind: string; name?: string; message?: unknown }> }
+    for (const entry of book.timerList?.() ?? [])
+      if (entry.name !== undefined) put(entry.kind, entry.name, entry.message)
+  }
+  return messages
+}
+
 // ------------------------------------------------------------------------------------------------------ inside
 
 /**
@@ -486,6 +509,12 @@ export interface TestTimer {
   readonly intervalMillis: number | undefined
   /** Its cron expression, for cron timers. */
   readonly expression: string | undefined
+  /**
+   * The message it sends: an actor timer's or receive timeout's, a grain timer's, an entity periodic timer's command
+   * (undefined for one that runs code). A Spot timer runs a handler and a one-shot an effect: undefined for them, and
+   * for a named schedule.
+   */
+  readonly message: unknown
   /** True for a named schedule paused through `Schedules.pause`. */
   readonly paused: boolean
 }
@@ -520,8 +549,16 @@ export const timers = (owner: Owner): Effect.Effect<ReadonlyArray<TestTimer>, ne
       if (owner instanceof CellRef) cell = impl.owns(owner.cell) && !owner.cell.isTerminated ? owner.cell : undefined
       else if (isEntityOwner(owner)) cell = (owner.registry as RegistryImpl<any, any, any, any>).cellOf(owner.id)
       else cell = cellAt(impl, path)
-      let own: Array<TestTimer> = (cell?.isTerminated === false ? cell.timerInfos() : []).map((info) => ({
-        ...info,
+      const live = cell?.isTerminated === false ? cell : undefined
+      const messages = live === undefined ? undefined : timerMessages(live)
+      let own: Array<TestTimer> = (live?.timerInfos() ?? []).map((info) => ({
+        key: info.key,
+        kind: info.kind,
+        mode: info.mode,
+        nextDue: info.nextDue,
+        intervalMillis: info.intervalMillis,
+        expression: info.expression,
+        message: messages?.get(`${info.kind}\u0000${info.key}`),
         paused: false
       }))
       // a grain's passivation check is the runtime's, not one of the grain's timers
@@ -536,6 +573,7 @@ export const timers = (owner: Owner): Effect.Effect<ReadonlyArray<TestTimer>, ne
             nextDue: info.nextFire,
             intervalMillis: info.intervalMillis,
             expression: info.expression,
+            message: undefined,
             paused: info.state === "paused"
           })
         )
@@ -557,11 +595,22 @@ export interface ExpectedTimer {
   readonly dueIn?: number
   readonly intervalMillis?: number
   readonly expression?: string
+  /** The message it sends (as `TimerScheduled`'s `msg`), compared by content as `TestProbe.expectMessageEquals` does. */
+  readonly message?: unknown
   readonly paused?: boolean
+}
+
+const show = (u: unknown): string => {
+  try {
+    return JSON.stringify(u) ?? String(u)
+  } catch {
+    return String(u)
+  }
 }
 
 const describeTimer = (timer: TestTimer, now: number): string => {
   const parts = [`"${timer.key}" ${timer.kind} ${timer.mode}`]
+  if (timer.message !== undefined) parts.push(`sends ${show(timer.message)}`)
   parts.push(timer.nextDue === undefined ? "not armed" : `due at ${timer.nextDue} (in ${timer.nextDue - now} ms)`)
   if (timer.intervalMillis !== undefined) parts.push(`every ${timer.intervalMillis} ms`)
   if (timer.expression !== undefined) parts.push(`cron "${timer.expression}"`)
@@ -592,7 +641,7 @@ const clockNow = Effect.clockWith((clock) => clock.currentTimeMillis)
  * })
  * const test = Effect.gen(function*() {
  *   const ref = yield* ActorSystem.spawn(Ticker, "ticker")
- *   yield* TestSystem.expectTimer(ref, "beat", { mode: "fixed-rate", dueIn: 1000, intervalMillis: 1000 })
+ *   yield* TestSystem.expectTimer(ref, "beat", { message: "tick", mode: "fixed-rate", dueIn: 1000 })
  * })
  * ```
  *
@@ -616,6 +665,9 @@ export const expectTimer = (
     check("due in (ms)", expected.dueIn, timer.nextDue === undefined ? undefined : timer.nextDue - now)
     check("interval (ms)", expected.intervalMillis, timer.intervalMillis)
     check("expression", expected.expression, timer.expression)
+    if ("message" in expected && !Utils.structuralRegion(() => Equal.equals(expected.message, timer.message))) {
+      wrong.push(`message ${show(expected.message)} but it is ${show(timer.message)}`)
+    }
     check("paused", expected.paused, timer.paused)
     return wrong.length === 0
       ? Effect.succeed(timer)

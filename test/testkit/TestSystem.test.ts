@@ -170,11 +170,22 @@ describe("TestSystem timers and their assertions", () => {
         nextDue: 1000,
         intervalMillis: 1000,
         expression: undefined,
+        message: "tick",
         paused: false
       })
-      yield* TestSystem.expectTimer(ref, "beat", { mode: "fixed-rate", dueAt: 1000, dueIn: 1000, intervalMillis: 1000 })
+      // TimerScheduled(key, msg, delay, mode)
+      yield* TestSystem.expectTimer(ref, "beat", {
+        mode: "fixed-rate",
+        dueAt: 1000,
+        dueIn: 1000,
+        intervalMillis: 1000,
+        message: "tick"
+      })
       yield* TestClock.adjust("1500 millis")
       yield* TestSystem.expectTimer(ref, "beat", { dueAt: 2000, dueIn: 500 })
+      yield* TestSystem.inside(ref, (ctx) => ctx.setReceiveTimeout("5 seconds", "stop-beat"))
+      yield* TestSystem.expectTimer(ref, "receive-timeout", { mode: "receive-timeout", message: "stop-beat" })
+      yield* TestSystem.inside(ref, (ctx) => ctx.cancelReceiveTimeout)
       yield* ref.tell("stop-beat")
       yield* TestClock.adjust(0)
       yield* TestSystem.expectNoTimer(ref, "beat")
@@ -192,7 +203,11 @@ describe("TestSystem timers and their assertions", () => {
       )
       assert.include(
         wrongMode,
-        'actor /user/ticker holds:\n  - "beat" actor_timer fixed-rate, due at 1000 (in 1000 ms), every 1000 ms'
+        'actor /user/ticker holds:\n  - "beat" actor_timer fixed-rate, sends "tick", due at 1000 (in 1000 ms), every 1000 ms'
+      )
+      assert.include(
+        yield* defectOf(TestSystem.expectTimer(ref, "beat", { message: "tock" })),
+        'expected timer "beat" with message "tock" but it is "tick"'
       )
       assert.include(yield* defectOf(TestSystem.expectTimer(ref, "other")), 'expected a timer "other"')
       assert.include(yield* defectOf(TestSystem.expectNoTimer(ref, "beat")), 'expected no timer "beat"')
@@ -207,7 +222,12 @@ describe("TestSystem timers and their assertions", () => {
       assert.isFalse(yield* Effect.flatMap(Grains.Grains, (g) => g.isActive(Device, "d-1")))
       yield* Grains.tell(Device, "d-1", "report")
       yield* TestClock.adjust(0)
-      yield* TestSystem.expectTimer(device, "poll", { mode: "interval", dueAt: 10_000, intervalMillis: 10_000 })
+      yield* TestSystem.expectTimer(device, "poll", {
+        mode: "interval",
+        dueAt: 10_000,
+        intervalMillis: 10_000,
+        message: "poll"
+      })
       assert.strictEqual((yield* TestSystem.timers(device)).length, 1)
 
       const players = yield* TestSystem.entities(Player)
@@ -215,7 +235,10 @@ describe("TestSystem timers and their assertions", () => {
       yield* TestSystem.expectNoTimers(p1)
       yield* players.tell("p-1", { _tag: "Hit" })
       yield* TestClock.adjust(0)
-      yield* TestSystem.expectTimer(p1, "one-shot", { mode: "one-shot", dueIn: 5000 })
+      yield* TestSystem.expectTimer(p1, "one-shot", { mode: "one-shot", dueIn: 5000, message: undefined })
+      yield* TestSystem.inside(p1, (ctx) => ctx.startPeriodicTimer("2 seconds", { _tag: "Regen" }))
+      const periodic = (yield* TestSystem.timers(p1)).find((timer) => timer.mode === "periodic")
+      assert.deepStrictEqual(periodic?.message, { _tag: "Regen" }, "an entity periodic timer's command")
 
       const spot = yield* Spot.spawn({ initialState: 0 }, "spot")
       yield* spot.run((ctx) =>
