@@ -82,8 +82,8 @@ describe("with TestSystem", () => {
 
       const players = yield* TestSystem.entities(Player)
       yield* players.tell("p-1", { _tag: "Hit" })
-      // the registry carries Player's model type: `model` is typed here
-      const hp = yield* TestSystem.inside(TestSystem.entity(players, "p-1"), (_ctx, model) => Effect.succeed(model.hp))
+      // an entity by its kind, as a grain: `model` is typed by Player's model
+      const hp = yield* TestSystem.inside(TestSystem.entity(Player, "p-1"), (_ctx, model) => Effect.succeed(model.hp))
       assert.strictEqual(hp, 9)
 
       const lobby = yield* Spot.spawn({ initialState: ["ann"] }, "lobby")

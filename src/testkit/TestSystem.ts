@@ -17,9 +17,11 @@
  */
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Equal from "effect/Equal"
 import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Random from "effect/Random"
 import * as Scope from "effect/Scope"
@@ -61,6 +63,8 @@ export interface TestSystemService {
   readonly printLines: number
   /** The system's scope: entity registries started by `entities` live in it. */
   readonly scope: Scope.Scope
+  /** The registry `entities(kind)` started for each entity kind, once per system. */
+  readonly registries: Map<Entity.Entity<any, any, any, any>, Deferred.Deferred<Entity.EntityRegistry<any>, unknown>>
 }
 
 /**
@@ -166,7 +170,14 @@ const make = (
     const timeline = impl.recordTimeline(capacity)
     const startedAt = impl.driver.now()
     const scope = yield* Scope.Scope
-    const service: TestSystemService = { system, grains: yield* Grains.Grains, startedAt, printLines, scope }
+    const service: TestSystemService = {
+      system,
+      grains: yield* Grains.Grains,
+      startedAt,
+      printLines,
+      scope,
+      registries: new Map()
+    }
     yield* Effect.addFinalizer((exit) =>
       Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause) && printLines > 0
         ? Effect.sync(() => attachTimeline(exit.cause, timeline, startedAt, printLines))
@@ -219,7 +230,8 @@ export interface GrainOwner<Msg, S> {
  */
 export interface EntityOwner<Model, Cmd extends Entity.Command> {
   readonly _tag: "EntityOwner"
-  readonly registry: Entity.EntityRegistry<Cmd>
+  /** The registry, or the kind whose registry `entities(kind)` started in the test's system. */
+  readonly registry: Entity.EntityRegistry<Cmd> | Entity.Entity<Model, Cmd, any, any>
   readonly id: string
   /** Never set: carries the model's type. */
   readonly model?: Model
@@ -268,8 +280,9 @@ export interface TestEntities<Model, Cmd extends Entity.Command> extends Entity.
 }
 
 /**
- * Entity `id` of `registry` as an owner. A registry from `entities(kind)` carries its model's type, so `inside` on the
- * owner gets the model typed; for a registry of your own (`Entity.makeRegistry`) name it: `entity<Model>(...)`.
+ * Entity `id` as an owner: of `registry`, or of the registry `entities(kind)` started for `kind` in the test's system.
+ * Both are typed by the model: a kind carries it, and so does a registry from `entities(kind)`; for a registry of your
+ * own (`Entity.makeRegistry`), name it: `entity<Model>(registry, id)`.
  *
  * @example
  * ```ts
@@ -284,23 +297,31 @@ export interface TestEntities<Model, Cmd extends Entity.Command> extends Entity.
  * })
  * const test = Effect.gen(function*() {
  *   const players = yield* TestSystem.entities(Player)
- *   const p1 = TestSystem.entity(players, "p-1")
- *   const hp = yield* TestSystem.inside(p1, (_ctx, model) => Effect.succeed(model.hp)) // a number
- *   const timers = yield* TestSystem.timers(p1)
+ *   yield* players.tell("p-1", { _tag: "Hit" })
+ *   const hp = yield* TestSystem.inside(TestSystem.entity(Player, "p-1"), (_ctx, model) => Effect.succeed(model.hp))
+ *   const same = TestSystem.entity(players, "p-1") // the same entity, through the registry
  * })
  * ```
  *
  * @since 0.1.0
  * @category constructors
  */
-export const entity = <Model = unknown, Cmd extends Entity.Command = any>(
-  registry: Entity.EntityRegistry<Cmd> & { readonly "~model"?: Model },
-  id: string
-): EntityOwner<Model, Cmd> => ({ _tag: "EntityOwner", registry, id })
+export const entity: {
+  <Model, Cmd extends Entity.Command>(kind: Entity.Entity<Model, Cmd, any, any>, id: string): EntityOwner<Model, Cmd>
+  <Model = unknown, Cmd extends Entity.Command = any>(
+    registry: Entity.EntityRegistry<Cmd> & { readonly "~model"?: Model },
+    id: string
+  ): EntityOwner<Model, Cmd>
+} = (registry: Entity.EntityRegistry<any> | Entity.Entity<any, any, any, any>, id: string): EntityOwner<any, any> => ({
+  _tag: "EntityOwner",
+  registry,
+  id
+})
 
 /**
- * Starts the registry of an entity kind in the test's system, for the system's lifetime (no `Scope` needed). The
- * registry carries the kind's model type: `entity(registry, id)` and `inside` on it are typed by it.
+ * The registry of an entity kind in the test's system, started at the first call for the system's lifetime (no
+ * `Scope` needed); later calls give the same registry (two registries of one kind would spawn their entities under
+ * the same names). It carries the kind's model type: `entity(registry, id)` and `inside` on it are typed by it.
  *
  * @example
  * ```ts
@@ -330,7 +351,27 @@ export const entities = <Model, Cmd extends Entity.Command, E, R>(
   R | TestSystem
 > =>
   Effect.flatMap(TestSystem, (test) =>
-    Effect.provideService(Scope.extend(Entity.makeRegistry(kind), test.scope), ActorSystem.ActorSystem, test.system)
+    Effect.suspend(() => {
+      const started = test.registries.get(kind)
+      if (started !== undefined) {
+        return Deferred.await(started) as Effect.Effect<
+          TestEntities<Model, Cmd>,
+          Entity.InvalidEntityDefinition | InvalidTimerInterval | InvalidTimerDelay
+        >
+      }
+      const deferred = Deferred.unsafeMake<Entity.EntityRegistry<any>, unknown>(FiberId.none)
+      test.registries.set(kind, deferred)
+      const start = Effect.provideService(
+        Scope.extend(Entity.makeRegistry(kind), test.scope),
+        ActorSystem.ActorSystem,
+        test.system
+      )
+      return Effect.onExit(start, (exit) => {
+        // a kind that could not start is not remembered: the next call tries again, and fails the same way
+        if (Exit.isFailure(exit)) test.registries.delete(kind)
+        return Deferred.done(deferred, exit)
+      })
+    })
   )
 
 // ------------------------------------------------------------------------------------------------------ internals
@@ -343,11 +384,29 @@ const isGrainOwner = (owner: Owner): owner is GrainOwner<any, any> =>
 const isEntityOwner = (owner: Owner): owner is EntityOwner<any, any> =>
   typeof owner === "object" && owner !== null && (owner as { _tag?: unknown })._tag === "EntityOwner"
 
+/** The name of an entity owner's kind. */
+const entityKindOf = (owner: EntityOwner<any, any>): string =>
+  Entity.isEntity(owner.registry) ? owner.registry.name : (owner.registry as Entity.EntityRegistry<any>).kind
+
+/** The registry of an entity owner: its own, or the one `entities(kind)` started for its kind in this system. */
+const entityRegistry = (
+  test: TestSystemService,
+  owner: EntityOwner<any, any>
+): Effect.Effect<RegistryImpl<any, any, any, any>> => {
+  const registry = owner.registry
+  if (!Entity.isEntity(registry)) return Effect.succeed(registry as RegistryImpl<any, any, any, any>)
+  const started = test.registries.get(registry)
+  if (started === undefined) {
+    return fail(`entity kind ${registry.name} has no registry in this system: start it with TestSystem.entities(kind)`)
+  }
+  return Effect.orDie(Deferred.await(started)) as Effect.Effect<RegistryImpl<any, any, any, any>>
+}
+
 /** The actor path of an owner: what the timeline and the counts name it by. */
 const pathOf = (owner: Owner): string => {
   if (isGrainOwner(owner)) return `/user/grain:${owner.kind.name}:${encodeURIComponent(owner.key)}`
   if (isEntityOwner(owner)) {
-    return `/user/${encodeURIComponent(owner.registry.kind)}:${encodeURIComponent(owner.id)}`
+    return `/user/${encodeURIComponent(entityKindOf(owner))}:${encodeURIComponent(owner.id)}`
   }
   return owner.path
 }
@@ -357,7 +416,7 @@ const nameOf = (owner: Owner): string =>
   isGrainOwner(owner)
     ? `grain ${owner.kind.name}/${owner.key}`
     : isEntityOwner(owner)
-      ? `entity ${owner.registry.kind}/${owner.id}`
+      ? `entity ${entityKindOf(owner)}/${owner.id}`
       : Spot.isSpot(owner)
         ? `Spot ${owner.path}`
         : `actor ${owner.path}`
@@ -477,7 +536,9 @@ export const inside: {
       )
     }
     if (isEntityOwner(owner)) {
-      return Effect.flatten((owner.registry as RegistryImpl<any, any, any, any>).inside(owner.id, f as never))
+      return Effect.flatMap(entityRegistry(test, owner), (registry) =>
+        Effect.flatten(registry.inside(owner.id, f as never))
+      )
     }
     const cell = owner instanceof CellRef && implOf(test).owns(owner.cell) ? owner.cell : undefined
     return cell === undefined
@@ -547,8 +608,9 @@ export const timers = (owner: Owner): Effect.Effect<ReadonlyArray<TestTimer>, ne
       const path = pathOf(owner)
       let cell: ActorCell | undefined
       if (owner instanceof CellRef) cell = impl.owns(owner.cell) && !owner.cell.isTerminated ? owner.cell : undefined
-      else if (isEntityOwner(owner)) cell = (owner.registry as RegistryImpl<any, any, any, any>).cellOf(owner.id)
-      else cell = cellAt(impl, path)
+      else if (isEntityOwner(owner) && !Entity.isEntity(owner.registry)) {
+        cell = (owner.registry as RegistryImpl<any, any, any, any>).cellOf(owner.id)
+      } else cell = cellAt(impl, path)
       const live = cell?.isTerminated === false ? cell : undefined
       const messages = live === undefined ? undefined : timerMessages(live)
       let own: Array<TestTimer> = (live?.timerInfos() ?? []).map((info) => ({

@@ -136,6 +136,30 @@ describe("TestSystem.inside", () => {
     }).pipe(Effect.provide(TestSystem.layer()))
   )
 
+  it.effect("an entity reached through its kind: entities(kind) is started once per system; typed by the kind", () =>
+    Effect.gen(function* () {
+      const players = yield* TestSystem.entities(Player)
+      assert.strictEqual(yield* TestSystem.entities(Player), players, "the same registry, not a second one")
+      yield* players.tell("p-1", { _tag: "Hit" })
+      const p1 = TestSystem.entity(Player, "p-1")
+      const hp: number = yield* TestSystem.inside(p1, (_ctx, model) => Effect.succeed(model.hp))
+      assert.strictEqual(hp, 9)
+      yield* TestSystem.expectTimer(p1, "one-shot", { mode: "one-shot", dueIn: 5000 })
+      yield* TestClock.adjust("5 seconds")
+      assert.strictEqual((yield* TestSystem.counts(p1)).delivered, 1, "the one-shot, counted for the entity")
+      const Stranger = Entity.make<PlayerModel, PlayerCmd>()({
+        name: "Stranger",
+        initialize: () => Effect.succeed({ hp: 1 }),
+        commands: { Hit: (_cmd, model) => Effect.succeed(model), Regen: (_cmd, model) => Effect.succeed(model) }
+      })
+      assert.include(
+        yield* defectOf(TestSystem.inside(TestSystem.entity(Stranger, "s"), () => Effect.void)),
+        "entity kind Stranger has no registry in this system: start it with TestSystem.entities(kind)"
+      )
+      yield* TestSystem.expectNoTimers(TestSystem.entity(Stranger, "s"))
+    }).pipe(Effect.provide(TestSystem.layer()))
+  )
+
   it.effect("entities(kind) refuses a definition it cannot use, with the registry's typed error", () =>
     Effect.gen(function* () {
       const Nameless = Entity.make<PlayerModel, PlayerCmd>()({
@@ -145,6 +169,8 @@ describe("TestSystem.inside", () => {
       })
       const error = yield* Effect.flip(TestSystem.entities(Nameless))
       assert.strictEqual(error._tag, "InvalidEntityDefinition")
+      const again = yield* Effect.flip(TestSystem.entities(Nameless))
+      assert.strictEqual(again._tag, "InvalidEntityDefinition", "a kind that failed is not remembered as started")
     }).pipe(Effect.provide(TestSystem.layer()))
   )
 
