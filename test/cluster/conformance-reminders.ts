@@ -417,15 +417,18 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
         }
         const before = yield* schedules.get(ref)
         assert.deepStrictEqual([before.intervalMillis, before.expression, before.nextFire], [10_000, undefined, 20_000])
-        // At ~12 s, every 7 seconds: the next is 19 s; the occurrence persisted for 20 s is stale.
-        const updated = yield* meanwhile(schedules.update(ref, { spec: Schedules.every("7 seconds") }))
+        // At ~12 s, every 7 seconds from 7.5 s on: the next is 19.5 s. The occurrence persisted for 20 s is stale: it
+        // arrives in the same poll, before the new one, and is dropped (its generation is no longer the reminder's).
+        const updated = yield* meanwhile(
+          schedules.update(ref, { spec: Schedules.every("7 seconds", { first: "7500 millis" }) })
+        )
         assert.deepStrictEqual(
           [updated.intervalMillis, updated.expression, updated.nextFire],
-          [7_000, undefined, 19_000]
+          [7_000, undefined, 19_500]
         )
         yield* advance(9)
-        deliveries("u", [10, 19], handled)
-        // Paused, then a cron at ~22 s: it stays paused, and resume goes on from the new spec's 30 s (26 s is stale).
+        deliveries("u", [10, 19.5], handled)
+        // Paused, then a cron at ~22 s: it stays paused, and resume goes on from the new spec's 30 s (26.5 s is stale).
         yield* schedules.pause(ref, "moving it")
         const cronned = yield* meanwhile(schedules.update(ref, { spec: Schedules.cron("*/15 * * * * ?") }))
         assert.deepStrictEqual(
@@ -434,7 +437,7 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
         )
         assert.strictEqual((yield* schedules.resume(ref)).nextFire, 30_000)
         yield* advance(14)
-        deliveries("u", [10, 19, 30], handled)
+        deliveries("u", [10, 19.5, 30], handled)
         // The same reminder: one row, its message as registered, its history whole.
         assert.deepStrictEqual(
           handled.map(([, , text]) => text),
@@ -449,7 +452,7 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
           (yield* schedules.history(ref)).map((run) => [run.instant, run.outcome]),
           [
             [10_000, "sent"],
-            [19_000, "sent"],
+            [19_500, "sent"],
             [30_000, "sent"]
           ]
         )
@@ -494,6 +497,45 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
         )
         yield* Scope.close(other.scope, Exit.void)
         yield* Scope.close(host.scope, Exit.void)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.scoped(
+    "reminders in Schedules: updated while no runner hosts the grain, the old schedule's occurrence is dropped as stale on recovery",
+    () =>
+      Effect.gen(function* () {
+        const { startRunner } = yield* setup
+        handled.length = 0
+        const host = yield* operated(yield* startRunner(1))
+        yield* registerFlaky(host, "gap", "tick", "still", Reminders.after("20 seconds", { period: "20 seconds" }))
+        const other = yield* operated(yield* startRunner(2, { shardingConfig: { assignedShardGroups: [] } }), {
+          host: false
+        })
+        const schedules = yield* other.schedules
+        // The host goes away at ~1 s; the reminder moves to every 5 s (next 6 s) while its 20 s occurrence waits.
+        yield* Scope.close(host.scope, Exit.void)
+        const updated = yield* meanwhile(schedules.update("rem-flaky/gap/tick", { spec: Schedules.every("5 seconds") }))
+        assert.strictEqual(updated.nextFire, 6_000)
+        yield* advance(23)
+        // A host again at ~25 s: both occurrences are due; the old one (older in storage) is dropped, the new one is
+        // delivered once for all that passed (runOnce), and the grid goes on from 6 s (26 s or 31 s next, by when the
+        // new host took the shard).
+        const back = yield* operated(yield* startRunner(3))
+        yield* advance(8)
+        const history = yield* schedules.history("rem-flaky/gap/tick")
+        assert.deepStrictEqual(history[0], { ...history[0]!, instant: 6_000, outcome: "sent" })
+        assert.isAtLeast(history.length, 2)
+        for (const run of history) {
+          assert.strictEqual((run.instant - 6_000) % 5_000, 0, `${run.instant} is on the new grid`)
+          assert.strictEqual(run.outcome, "sent")
+        }
+        assert.deepStrictEqual(
+          handled.map(([key, , text]) => [key, text]),
+          history.map(() => ["gap", "still"])
+        )
+        yield* Scope.close(back.scope, Exit.void)
+        yield* Scope.close(other.scope, Exit.void)
       }),
     { timeout: 120_000 }
   )
