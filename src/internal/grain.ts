@@ -796,7 +796,7 @@ export class GrainRegistry {
     if (actor === undefined) this.actors.set(kind, (actor = grainActor(kind)))
     // The handlers run with the services of the layer that registered the kind (its runtime), whoever sends the
     // message that activates it; the activations then share one base of FiberRefs (`spawnerBase`).
-    const name = `grain:${kind.name}:${encodeURIComponent(key)}`
+    const name = `grain:${encodeURIComponent(kind.name)}:${encodeURIComponent(key)}`
     return spawnOwned(this.system, actor, name, activation, this.runtime.fiberRefs).pipe(
       Effect.match({
         onFailure: (error) => {

@@ -320,7 +320,7 @@ const isEntityOwner = (owner: Owner): owner is EntityOwner<any, any> =>
 
 /** The actor path of an owner: what the timeline and the counts name it by. */
 const pathOf = (owner: Owner): string => {
-  if (isGrainOwner(owner)) return `/user/grain:${owner.kind.name}:${encodeURIComponent(owner.key)}`
+  if (isGrainOwner(owner)) return `/user/grain:${encodeURIComponent(owner.kind.name)}:${encodeURIComponent(owner.key)}`
   if (isEntityOwner(owner)) {
     return `/user/${encodeURIComponent(owner.registry.kind)}:${encodeURIComponent(owner.id)}`
   }
