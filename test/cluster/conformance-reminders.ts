@@ -613,16 +613,41 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
     { timeout: 120_000 }
   )
 
-  it.scoped("reminders: Reminders.layer's policies must be a function (InvalidSchedulePolicy)", () =>
-    Effect.gen(function* () {
-      const { startRunner } = yield* setup
-      const runner = yield* startRunner(1)
-      const error = yield* Layer.build(Reminders.layer({ policies: { retry: Schedule.forever } as never })).pipe(
-        Effect.provide(runner.context),
-        Effect.flip
-      )
-      assert.deepStrictEqual([error._tag, (error as { policy?: string }).policy], ["InvalidSchedulePolicy", "policies"])
-      yield* Scope.close(runner.scope, Exit.void)
-    })
+  it.scoped(
+    "reminders: Reminders.layer's policies must be a function (InvalidSchedulePolicy); a bad answer is logged and not used",
+    () =>
+      Effect.gen(function* () {
+        const { startRunner } = yield* setup
+        handled.length = 0
+        const runner = yield* startRunner(1)
+        const error = yield* Layer.build(Reminders.layer({ policies: { retry: Schedule.forever } as never })).pipe(
+          Effect.provide(runner.context),
+          Effect.flip
+        )
+        assert.deepStrictEqual(
+          [error._tag, (error as { policy?: string }).policy],
+          ["InvalidSchedulePolicy", "policies"]
+        )
+        // A limit below 1, an unknown policy: the occurrence is delivered without them (and the error logged).
+        const operatedRunner = yield* operated(runner, {
+          policies: (reminder) =>
+            (reminder.key === "b1" ? { pauseAfterFailures: 0 } : { overlap: "skip" }) as Reminders.ReminderPolicies
+        })
+        const schedules = yield* operatedRunner.schedules
+        for (const key of ["b1", "b2"]) {
+          plans.set(key, ["fail"])
+          yield* registerFlaky(operatedRunner, key, "bad", "x", Reminders.after("5 seconds", { period: "1 hour" }))
+        }
+        yield* advance(6)
+        for (const key of ["b1", "b2"]) {
+          const info = yield* schedules.get(`rem-flaky/${key}/bad`)
+          assert.deepStrictEqual(
+            [info.state, info.policies.retry, info.policies.pauseAfterFailures, info.lastRun?.outcome],
+            ["active", false, undefined, "failed"]
+          )
+        }
+        yield* Scope.close(runner.scope, Exit.void)
+      }),
+    { timeout: 120_000 }
   )
 }
