@@ -11,7 +11,10 @@
  *   replaced) is dropped when it arrives. Re-registering a name replaces it.
  * - Missed while the whole cluster was down: the pending occurrence fires once on recovery, then the reminder
  *   continues on its grid (period: registration + k × period; cron: the next instant after now). An operator can set
- *   another misfire policy through `Schedules.update` (`ClusterSchedules`), stored with the reminder's pause.
+ *   another misfire policy through `Schedules.update` (`ClusterSchedules`), stored with the reminder's pause, and
+ *   change its schedule in place there (the same message, a new generation, the next occurrence from now).
+ * - An occurrence the grain fails to handle is recorded as failed; `layer({ policies })` retries it with an Effect
+ *   `Schedule` and pauses the reminder after N failed occurrences in a row.
  * - Delivery is at least once: a runner that dies while the grain handles the message delivers it again.
  *
  * @since 0.1.0
@@ -504,15 +507,24 @@ const sendOccurrence = <Msg, A, E>(
 
 /**
  * The reminders service on a runner: creates the table if needed. Provide it to every runner that hosts cluster
- * grains with reminders (below `ClusterGrain.layer`, so delivered reminders reach their grains).
+ * grains with reminders (below `ClusterGrain.layer`, so delivered reminders reach their grains), with the same
+ * `policies` on each. A `policies` that is not a function fails it with `InvalidSchedulePolicy`.
  *
  * @example
  * ```ts
  * import { SqliteClient } from "@effect/sql-sqlite-node"
- * import { Layer } from "effect"
+ * import { Layer, Schedule } from "effect"
  * import { Reminders } from "tickwork/cluster"
  *
  * const RemindersLive = Reminders.layer().pipe(Layer.provide(SqliteClient.layer({ filename: "app.db" })))
+ *
+ * // A failed dunning is handed to the grain again up to 3 times, a second apart; 5 failed in a row pause it.
+ * const WithPolicies = Reminders.layer({
+ *   policies: (reminder) =>
+ *     reminder.name === "dunning"
+ *       ? { retry: Schedule.spaced("1 second").pipe(Schedule.intersect(Schedule.recurs(3))), pauseAfterFailures: 5 }
+ *       : undefined
+ * }).pipe(Layer.provide(SqliteClient.layer({ filename: "app.db" })))
  * ```
  *
  * @since 0.1.0
