@@ -10,6 +10,7 @@ export default defineConfig({
     alias: [
       { find: /^tickwork$/, replacement: source("./src/index.ts") },
       { find: /^tickwork\/cluster$/, replacement: source("./src/cluster/index.ts") },
+      { find: /^tickwork\/cluster\/testkit$/, replacement: source("./src/cluster/testkit/index.ts") },
       { find: /^tickwork\/testkit$/, replacement: source("./src/testkit/index.ts") },
       { find: /^tickwork\/admin$/, replacement: source("./src/admin/index.ts") }
     ]

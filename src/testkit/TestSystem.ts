@@ -27,13 +27,13 @@ import type { ActorContext } from "../Actor.js"
 import type { ActorRef } from "../ActorRef.js"
 import * as ActorSystem from "../ActorSystem.js"
 import * as Entity from "../Entity.js"
-import type { Grain, GrainProps, InvalidGrainKind, UnknownGrainKind } from "../Grain.js"
+import { type Grain, type GrainProps, type InvalidGrainKind, UnknownGrainKind } from "../Grain.js"
 import * as Grains from "../Grains.js"
 import type { ActorCell } from "../internal/actorCell.js"
 import { CellRef } from "../internal/actorCell.js"
 import { type SystemImpl, systemOf } from "../internal/actorSystem.js"
 import type { RegistryImpl } from "../internal/entity.js"
-import { type Activation, registryOf } from "../internal/grain.js"
+import { Activation, registryOf } from "../internal/grain.js"
 import type * as internal from "../internal/timeline.js"
 import { formatTimeline as formatLines, type Timeline } from "../internal/timeline.js"
 import type { DropReason } from "../Metrics.js"
@@ -351,6 +351,24 @@ const grainRegistry = (test: TestSystemService) => {
 
 const fail = (message: string): Effect.Effect<never> => Effect.die(new Error(`TestSystem: ${message}`))
 
+/**
+ * The cell of grain (kind, key): from the system's `Grains` (activated first if it is not), or else a live activation
+ * of it that another host keeps in this system (a cluster grain: a message activates it, not the testkit).
+ */
+const grainCell = (test: TestSystemService, owner: GrainOwner<any, any>): Effect.Effect<ActorCell, UnknownGrainKind> =>
+  Effect.catchAll(grainRegistry(test).cellOf(owner.kind, owner.key), (error) => {
+    const cell = cellAt(implOf(test), pathOf(owner))
+    if (cell !== undefined && cell.owner instanceof Activation) return Effect.succeed(cell)
+    return Effect.fail(
+      new UnknownGrainKind({
+        kind: error.kind,
+        detail:
+          `${error.detail ?? "it is not registered in the Grains layer"}, and no activation of ${owner.kind.name}/` +
+          `${owner.key} is live in this system (a cluster grain is activated by a message: tell it first)`
+      })
+    )
+  })
+
 // ------------------------------------------------------------------------------------------------------ inside
 
 /**
@@ -358,7 +376,8 @@ const fail = (message: string): Effect.Effect<never> => Effect.die(new Error(`Te
  * actor's `f` gets its `ActorContext`, a grain's its props and state (the grain is activated first if it is not), an
  * entity's its context and model (it is woken first if it sleeps), a Spot's its `SpotContext`. A failure of `f` is the
  * caller's, never the owner's: no supervision, no restart, the state stays as it was. An owner that has stopped
- * answers with a defect that says so.
+ * answers with a defect that says so. A cluster grain (`tickwork/cluster/testkit`) is reached while it is active in
+ * this system; a message activates it, and before that it is `UnknownGrainKind`.
  *
  * @example
  * ```ts
@@ -403,7 +422,7 @@ export const inside: {
   }
   return Effect.flatMap(TestSystem, (test) => {
     if (isGrainOwner(owner)) {
-      return Effect.flatMap(grainRegistry(test).cellOf(owner.kind, owner.key), (cell) =>
+      return Effect.flatMap(grainCell(test, owner), (cell) =>
         Effect.flatten(
           cell.inside(() =>
             (cell.owner as Activation).runInside(f as (props: GrainProps<unknown>, state: unknown) => never)
@@ -747,7 +766,8 @@ export const runUntilIdle = (
 /**
  * Runs the grain's timer `reference` now, as if it fired (Orleans' TestKit `FireTimer`): `onReceive` sees its message
  * as a tick, in the grain's mailbox order; the timer's own schedule does not move. The grain is activated first if it
- * is not. A reference the grain does not hold fails with `ScheduledReferenceNotFound`.
+ * is not (a cluster grain must be active already, as for `inside`). A reference the grain does not hold fails with
+ * `ScheduledReferenceNotFound`.
  *
  * @example
  * ```ts
@@ -772,7 +792,7 @@ export const fireTimer = (
   reference: string
 ): Effect.Effect<void, ScheduledReferenceNotFound | UnknownGrainKind, TestSystem> =>
   Effect.flatMap(TestSystem, (test) =>
-    Effect.flatMap(grainRegistry(test).cellOf(owner.kind, owner.key), (cell) =>
+    Effect.flatMap(grainCell(test, owner), (cell) =>
       Effect.flatten(cell.inside(() => (cell.owner as Activation).fireNow(reference)))
     )
   )
