@@ -502,6 +502,33 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
   )
 
   it.scoped(
+    "reminders in Schedules: an update whose occurrence cannot be sent changes nothing, and says why",
+    () =>
+      Effect.gen(function* () {
+        const { startRunner } = yield* setup
+        const host = yield* operated(yield* startRunner(1))
+        yield* registerFlaky(host, "stuck", "tick", "kept", Reminders.after("20 seconds", { period: "20 seconds" }))
+        yield* Scope.close(host.scope, Exit.void)
+        // The only runner now owns every shard and does not host the kind: nothing could deliver the new occurrence.
+        const lone = yield* operated(yield* startRunner(2), { host: false })
+        yield* advance(3)
+        const schedules = yield* lone.schedules
+        const error = yield* Effect.flip(
+          meanwhile(schedules.update("rem-flaky/stuck/tick", { spec: Schedules.every("5 seconds") }))
+        )
+        assert.strictEqual(error._tag, "ScheduleStorageError")
+        assert.include(error.message, "no ClusterGrain.layer on it registers the kind")
+        const after = yield* schedules.get("rem-flaky/stuck/tick")
+        assert.deepStrictEqual([after.intervalMillis, after.nextFire], [20_000, 20_000])
+        // A trigger there says the same.
+        const refused = yield* Effect.flip(meanwhile(schedules.trigger("rem-flaky/stuck/tick")))
+        assert.include(refused.message, "no ClusterGrain.layer on it registers the kind")
+        yield* Scope.close(lone.scope, Exit.void)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.scoped(
     "reminders in Schedules: updated while no runner hosts the grain, the old schedule's occurrence is dropped as stale on recovery",
     () =>
       Effect.gen(function* () {
