@@ -404,7 +404,7 @@ const entityRegistry = (
 
 /** The actor path of an owner: what the timeline and the counts name it by. */
 const pathOf = (owner: Owner): string => {
-  if (isGrainOwner(owner)) return `/user/grain:${owner.kind.name}:${encodeURIComponent(owner.key)}`
+  if (isGrainOwner(owner)) return `/user/grain:${encodeURIComponent(owner.kind.name)}:${encodeURIComponent(owner.key)}`
   if (isEntityOwner(owner)) {
     return `/user/${encodeURIComponent(entityKindOf(owner))}:${encodeURIComponent(owner.id)}`
   }
