@@ -10,12 +10,14 @@ export default defineConfig({
     alias: [
       { find: /^tickwork$/, replacement: source("./src/index.ts") },
       { find: /^tickwork\/cluster$/, replacement: source("./src/cluster/index.ts") },
+      { find: /^tickwork\/cluster\/testkit$/, replacement: source("./src/cluster/testkit/index.ts") },
       { find: /^tickwork\/testkit$/, replacement: source("./src/testkit/index.ts") },
       { find: /^tickwork\/admin$/, replacement: source("./src/admin/index.ts") }
     ]
   },
   test: {
-    include: ["test/**/*.test.ts"],
+    // the runnable examples of docs/ run with the tests, so that none can rot
+    include: ["test/**/*.test.ts", "docs/examples/*.test-example.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000
   }

@@ -6,12 +6,12 @@
  * - the tarball: only dist/, README.md, LICENSE, CHANGELOG.md and package.json; its size is printed;
  * - publint (strict) and @arethetypeswrong/cli (ESM-only profile) report nothing;
  * - a project with only `effect` (our caret range): plain `node` runs test/consumer/single/main.mjs (an actor timer, a
- *   grain with a cron timer, a Spot with a CPU worker task, an entity timer, and tickwork/cluster failing at import
- *   with the names of its missing peers); core.ts type-checks with nodenext, strict and no skipLibCheck, without
+ *   grain with a cron timer, a Spot with a CPU worker task, an entity timer, and tickwork/cluster and
+ *   tickwork/cluster/testkit failing at import with the names of their missing peers); core.ts type-checks with nodenext, strict and no skipLibCheck, without
  *   @types/node; one copy of effect in the tree and no better-sqlite3, pg or @effect/cluster;
  * - a project that also has the cluster's peers: test/consumer/cluster/cluster.mjs runs a one-runner SQLite cluster
  *   with a cron and a reminder, typescript.ts runs a TypeScript CPU task module under the project's tsx, and types.ts
- *   (all three entry points) type-checks.
+ *   (all four entry points) type-checks.
  *
  * Installs come from npm's cache where they can (--prefer-offline). The second project installs with --ignore-scripts
  * and takes better-sqlite3's native module from this repository's node_modules (same version), and links this
@@ -266,8 +266,14 @@ const main = async () => {
         )
         if (!/ERESOLVE[\s\S]*peer effect@"\^/.test(output)) throw new Error(`npm failed otherwise:\n${output}`)
       }),
-      check("cluster: require('tickwork/cluster') from CommonJS", () =>
-        node(["-e", "if (!require('tickwork/cluster').ClusterRunner) process.exit(1)"], cluster)
+      check("cluster: require('tickwork/cluster') and tickwork/cluster/testkit from CommonJS", () =>
+        node(
+          [
+            "-e",
+            "if (!require('tickwork/cluster').ClusterRunner || !require('tickwork/cluster/testkit').TestCluster) process.exit(1)"
+          ],
+          cluster
+        )
       ),
       check("cluster: node cluster.mjs (one runner, SQLite, cron and reminder)", () =>
         node(["cluster.mjs", join(cluster, "cluster.db"), String(port)], cluster).then(reported)
@@ -275,7 +281,7 @@ const main = async () => {
       check("cluster: node --import tsx typescript.ts (a TypeScript task module)", () =>
         node(["--import", "tsx", "typescript.ts"], cluster).then(reported)
       ),
-      check("cluster: tsc types.ts (all three entry points)", () => typecheck(cluster))
+      check("cluster: tsc types.ts (all four entry points)", () => typecheck(cluster))
     ])
     for (const line of report) console.log(`  | ${line}`)
     console.log(`consumer check: all ${passed} checks passed in ${elapsed(started)}`)

@@ -1,14 +1,25 @@
 /**
  * The layering check that `npm test` runs (docs/architecture.md, "Layers"): the engine imports nothing of tickwork
  * but itself, the actor runtime imports no model, the models (grains, Spots, entities) never import each other, only
- * `src/cluster` imports the cluster stack or the cluster modules, nothing in `src` but the testkit imports the
- * testkit, and nothing but `src/admin` imports the admin modules (which import only the runtime).
+ * `src/cluster` imports the cluster stack or the cluster modules, nothing in `src` but the testkits imports the
+ * testkit, nothing imports the cluster's testkit (`src/cluster/testkit`, which may import the cluster and the testkit),
+ * and nothing but `src/admin` imports the admin modules (which import only the runtime).
  * `npx tsx scripts/check-layers.ts` prints each import that breaks a rule and exits with 1.
  */
 import { readdirSync, readFileSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
 
-export type Layer = "engine" | "runtime" | "grains" | "spots" | "entities" | "cluster" | "testkit" | "admin" | "entry"
+export type Layer =
+  | "engine"
+  | "runtime"
+  | "grains"
+  | "spots"
+  | "entities"
+  | "cluster"
+  | "clusterTestkit"
+  | "testkit"
+  | "admin"
+  | "entry"
 
 const MODELS: Record<"grains" | "spots" | "entities", ReadonlyArray<string>> = {
   grains: ["Grain", "Grains", "GrainTimers", "Passivation", "internal/grain", "internal/grainTimer"],
@@ -36,6 +47,7 @@ const CLUSTER_PACKAGES =
 /** The layer of a module, from its path inside `src` without extension (`internal/grain`, `cluster/Reminders`). */
 export const layerOf = (module: string): Layer => {
   if (module === "index") return "entry"
+  if (module.startsWith("cluster/testkit/")) return "clusterTestkit"
   if (module.startsWith("cluster/")) return "cluster"
   if (module.startsWith("testkit/")) return "testkit"
   if (module.startsWith("admin/")) return "admin"
@@ -52,6 +64,7 @@ const allowed: Record<Layer, ReadonlyArray<Layer>> = {
   spots: ["spots", "runtime", "engine"],
   entities: ["entities", "runtime", "engine"],
   cluster: ["cluster", "grains", "spots", "entities", "runtime", "engine"],
+  clusterTestkit: ["clusterTestkit", "cluster", "testkit", "grains", "spots", "entities", "runtime", "engine"],
   testkit: ["testkit", "grains", "spots", "entities", "runtime", "engine"],
   admin: ["admin", "runtime", "engine"],
   entry: ["grains", "spots", "entities", "runtime", "engine"]
@@ -68,7 +81,10 @@ export const check = (from: string, specifier: string): Violation | undefined =>
   const source = layerOf(from)
   if (!specifier.startsWith(".")) {
     // the admin API's server is @effect/platform-node's, as the cluster's runners are
-    const allowedHere = source === "cluster" || (source === "admin" && /^@effect\/platform-node(\/|$)/.test(specifier))
+    const allowedHere =
+      source === "cluster" ||
+      source === "clusterTestkit" ||
+      (source === "admin" && /^@effect\/platform-node(\/|$)/.test(specifier))
     if (CLUSTER_PACKAGES.test(specifier) && !allowedHere) {
       return { from, imports: specifier, rule: "only src/cluster imports the cluster stack" }
     }
@@ -80,17 +96,19 @@ export const check = (from: string, specifier: string): Violation | undefined =>
   const rule =
     source === "engine"
       ? "the engine imports nothing of tickwork but itself"
-      : layer === "cluster"
-        ? "only src/cluster imports the cluster modules"
-        : layer === "testkit"
-          ? "nothing in src but the testkit imports the testkit"
-          : layer === "admin"
-            ? "only src/admin imports the admin modules"
-            : source === "admin"
-              ? "the admin modules import the runtime, not the models or the cluster"
-              : source === "runtime"
-                ? "the actor runtime imports no model"
-                : "models never import each other"
+      : layer === "clusterTestkit"
+        ? "nothing imports the cluster's testkit"
+        : layer === "cluster"
+          ? "only src/cluster imports the cluster modules"
+          : layer === "testkit"
+            ? "nothing in src but the testkit imports the testkit"
+            : layer === "admin"
+              ? "only src/admin imports the admin modules"
+              : source === "admin"
+                ? "the admin modules import the runtime, not the models or the cluster"
+                : source === "runtime"
+                  ? "the actor runtime imports no model"
+                  : "models never import each other"
   return { from, imports: target, rule }
 }
 

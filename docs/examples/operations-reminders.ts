@@ -1,6 +1,6 @@
 // Operating durable reminders through `Schedules` (docs/operations.md#reminders): one test runner over in-memory
 // SQLite, in real time. `npx tsx docs/examples/operations-reminders.ts` (about 10 s).
-import { Clock, Effect, Layer, Schema } from "effect"
+import { Clock, Effect, Layer, Schedule, Schema } from "effect"
 import { ActorSystem, Grain, Schedules } from "tickwork"
 import { ClusterGrain, ClusterRunner, ClusterSchedules, Reminders } from "tickwork/cluster"
 
@@ -15,8 +15,17 @@ const Invoice = ClusterGrain.make(
 )
 
 // `Schedules` over the system's schedules, the cluster crons and, with `Reminders.layer` below it, the reminders.
+// The failure policies are code, the same on every runner: a failed dunning is retried twice, 100 ms apart, and
+// the reminder is paused after 3 failed occurrences in a row.
 const Live = Layer.mergeAll(Schedules.layer, ClusterSchedules.layer, ClusterGrain.layer([Invoice])).pipe(
-  Layer.provideMerge(Reminders.layer()),
+  Layer.provideMerge(
+    Reminders.layer({
+      policies: (reminder) =>
+        reminder.name === "dunning"
+          ? { retry: Schedule.spaced("100 millis").pipe(Schedule.intersect(Schedule.recurs(2))), pauseAfterFailures: 3 }
+          : undefined
+    })
+  ),
   Layer.provideMerge(ActorSystem.layer({ name: "runner-1" })),
   Layer.provideMerge(ClusterRunner.layerTest())
 )
@@ -44,6 +53,12 @@ const main = Effect.gen(function* () {
 
   // update the misfire policies (stored): after an outage longer than the grace, deliver none of the missed ones
   yield* schedules.update("invoice/inv-7/dunning", { policies: { misfire: Schedules.skipMissed, grace: "1 minute" } })
+
+  // update the spec in place: every 3 seconds from now, the same message; the old schedule's next occurrence is dropped
+  const updated = yield* schedules.update("invoice/inv-7/dunning", { spec: Schedules.every("3 seconds") })
+  yield* Effect.logInfo(
+    `now every ${updated.intervalMillis} ms, next ${updated.nextFire}, retry: ${updated.policies.retry}`
+  )
 
   // trigger: one delivery now; the grid does not move
   yield* schedules.trigger("invoice/inv-7/dunning")

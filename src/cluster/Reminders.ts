@@ -13,7 +13,10 @@
  *   replaced) is dropped when it arrives. Re-registering a name replaces it.
  * - Missed while the whole cluster was down: the pending occurrence fires once on recovery, then the reminder
  *   continues on its grid (period: registration + k × period; cron: the next instant after now). An operator can set
- *   another misfire policy through `Schedules.update` (`ClusterSchedules`), stored with the reminder's pause.
+ *   another misfire policy through `Schedules.update` (`ClusterSchedules`), stored with the reminder's pause, and
+ *   change its schedule in place there (the same message, a new generation, the next occurrence from now).
+ * - An occurrence the grain fails to handle is recorded as failed; `layer({ policies })` retries it with an Effect
+ *   `Schedule` and pauses the reminder after N failed occurrences in a row.
  * - Delivery is at least once: a runner that dies while the grain handles the message delivers it again.
  *
  * @since 0.1.0
@@ -22,6 +25,7 @@
 import { Sharding } from "@effect/cluster/Sharding"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
@@ -29,17 +33,23 @@ import * as DateTime from "effect/DateTime"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { GrainProps } from "../Grain.js"
 import { delayMillis, intervalMillis } from "../internal/duration.js"
-import { DEFAULTS, notRun } from "../internal/schedules.js"
+import { DEFAULTS, notRun, parsePolicies } from "../internal/schedules.js"
 import { scheduleEvents } from "../Metrics.js"
 import * as QuartzCron from "../QuartzCron.js"
-import type { Misfire, ScheduleSource } from "../Schedules.js"
-import type { InvalidCronExpression, InvalidTimerDelay, InvalidTimerInterval } from "../TimerError.js"
+import type { Misfire, Policies, ScheduleSource } from "../Schedules.js"
+import {
+  type InvalidCronExpression,
+  InvalidSchedulePolicy,
+  type InvalidTimerDelay,
+  type InvalidTimerInterval
+} from "../TimerError.js"
 import type { ClusterGrain, SendError } from "./ClusterGrain.js"
 import {
   type AnyKindWire,
@@ -50,6 +60,7 @@ import {
   issueOf,
   type KindWire,
   localKind,
+  makeEntity,
   ReminderDelivery,
   sendTimedOut,
   UnknownClusterGrainKind
@@ -275,14 +286,15 @@ export interface RemindersService {
   /** The cluster grain kind `name` if `ClusterGrain.layer` hosts it on this runner. */
   readonly hostedKind: (name: string) => AnyKindWire | undefined
   /**
-   * Entity side: checks an arriving occurrence against the table, hands the message to `handle`, then schedules
-   * the next occurrence (or removes a one-shot).
+   * Entity side: checks an arriving occurrence against the table, hands the message to `handle` (a failure of it is
+   * a failed occurrence: retried, counted and recorded under the reminder's failure policies), then schedules the
+   * next occurrence (or removes a one-shot).
    */
   readonly deliver: <Msg, A, E>(
     kind: KindWire<Msg, A, E>,
     key: string,
     delivery: ReminderDelivery,
-    handle: (message: Msg) => Effect.Effect<void>
+    handle: (message: Msg) => Effect.Effect<void, unknown>
   ) => Effect.Effect<void>
   /**
    * The reminders as a `Schedules` source (kind `"reminder"`, owner `<kind>/<key>`, reference `<kind>/<key>/<name>`);
@@ -319,7 +331,38 @@ export interface Options {
    * `ClusterRunner.layer({ tablePrefix })` says otherwise); created if it does not exist.
    */
   readonly table?: string
+  /**
+   * The failure policies of each reminder, in code (give the same on every runner, as a cluster cron's registration
+   * is): `retry`, any Effect `Schedule`, re-hands a failed occurrence to the grain; `pauseAfterFailures` pauses the
+   * reminder after that many failed occurrences in a row (an operator's `Schedules.update` of it takes precedence).
+   * An occurrence fails when the grain's `onReceive` fails or dies on it, or the grain cannot be activated.
+   */
+  readonly policies?: (reminder: ReminderId) => ReminderPolicies | undefined
 }
+
+/**
+ * A reminder, as `Options.policies` is asked about it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ReminderId {
+  /** The grain kind. */
+  readonly kind: string
+  /** The grain's key. */
+  readonly key: string
+  /** The reminder's name. */
+  readonly name: string
+}
+
+/**
+ * The failure policies a reminder takes from code (`Options.policies`): `Schedules.Policies`' `retry` and
+ * `pauseAfterFailures`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ReminderPolicies = Pick<Policies, "retry" | "pauseAfterFailures">
 
 const storage =
   (operation: string) =>
@@ -419,6 +462,23 @@ const decideMisfire = (
   return { deliver: false, missed: skipped, next: late[skipped], policy: `runAll(${max})` }
 }
 
+/** A reminder's failure policies from code. */
+interface FailurePolicies {
+  readonly retry: Schedule.Schedule<unknown, unknown> | undefined
+  readonly pauseAfterFailures: number | undefined
+}
+
+const NO_FAILURE_POLICIES: FailurePolicies = { retry: undefined, pauseAfterFailures: undefined }
+
+/** Why an occurrence failed, for its history entry and a pause's note: the grain's own failure where there is one. */
+const failureDetail = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  const inner = (error as { readonly cause?: unknown } | undefined)?.cause
+  const why = Cause.isCause(inner) ? Cause.squash(inner) : undefined
+  const text = (value: unknown) => (value instanceof Error ? value.message : String(value))
+  return why === undefined ? text(error) : `${text(error)}: ${text(why)}`
+}
+
 /** A checked registration: the grain's key and the row to write. */
 interface Prepared {
   readonly key: string
@@ -451,15 +511,24 @@ const sendOccurrence = <Msg, A, E>(
 
 /**
  * The reminders service on a runner: creates the table if needed. Provide it to every runner that hosts cluster
- * grains with reminders (below `ClusterGrain.layer`, so delivered reminders reach their grains).
+ * grains with reminders (below `ClusterGrain.layer`, so delivered reminders reach their grains), with the same
+ * `policies` on each. A `policies` that is not a function fails it with `InvalidSchedulePolicy`.
  *
  * @example
  * ```ts
  * import { SqliteClient } from "@effect/sql-sqlite-node"
- * import { Layer } from "effect"
+ * import { Layer, Schedule } from "effect"
  * import { Reminders } from "tickwork/cluster"
  *
  * const RemindersLive = Reminders.layer().pipe(Layer.provide(SqliteClient.layer({ filename: "app.db" })))
+ *
+ * // A failed dunning is handed to the grain again up to 3 times, a second apart; 5 failed in a row pause it.
+ * const WithPolicies = Reminders.layer({
+ *   policies: (reminder) =>
+ *     reminder.name === "dunning"
+ *       ? { retry: Schedule.spaced("1 second").pipe(Schedule.intersect(Schedule.recurs(3))), pauseAfterFailures: 5 }
+ *       : undefined
+ * }).pipe(Layer.provide(SqliteClient.layer({ filename: "app.db" })))
  * ```
  *
  * @since 0.1.0
@@ -467,10 +536,16 @@ const sendOccurrence = <Msg, A, E>(
  */
 export const layer = (
   options: Options = {}
-): Layer.Layer<Reminders, ReminderStorageError, SqlClient.SqlClient | Sharding> =>
+): Layer.Layer<Reminders, ReminderStorageError | InvalidSchedulePolicy, SqlClient.SqlClient | Sharding> =>
   Layer.effect(
     Reminders,
     Effect.gen(function* () {
+      if (options.policies !== undefined && typeof options.policies !== "function") {
+        return yield* new InvalidSchedulePolicy({
+          policy: "policies",
+          reason: "Reminders.layer's policies must be a function of the reminder ({ kind, key, name })"
+        })
+      }
       const sql = yield* SqlClient.SqlClient
       const sharding = yield* Sharding
       const { prefix } = yield* Tables
@@ -480,6 +555,57 @@ export const layer = (
       yield* storage("table creation")(ScheduleState.ensureStateTables)
       const state = yield* ScheduleState.make
       const withSharding = Effect.provideService(Sharding, sharding)
+
+      /** A reminder's failure policies from `options.policies`, checked. */
+      const failurePolicies = (reminder: ReminderId): Either.Either<FailurePolicies, InvalidSchedulePolicy> => {
+        if (options.policies === undefined) return Either.right(NO_FAILURE_POLICIES)
+        let given: unknown
+        try {
+          given = options.policies(reminder)
+        } catch (defect) {
+          return Either.left(new InvalidSchedulePolicy({ policy: "policies", reason: `it threw ${String(defect)}` }))
+        }
+        if (given === undefined) return Either.right(NO_FAILURE_POLICIES)
+        if (given !== null && typeof given === "object") {
+          const unknown = Object.keys(given).find((key) => key !== "retry" && key !== "pauseAfterFailures")
+          if (unknown !== undefined) {
+            return Either.left(
+              new InvalidSchedulePolicy({
+                policy: unknown,
+                reason: "Reminders.layer's policies give a reminder retry and pauseAfterFailures only"
+              })
+            )
+          }
+        }
+        return Either.map(parsePolicies(given, DEFAULTS), ({ pauseAfterFailures, retry }) => ({
+          retry,
+          pauseAfterFailures
+        }))
+      }
+
+      /** Entities of kinds this runner does not host, by name: enough to send a `Remind`, whose payload is the same. */
+      const unhosted = new Map<string, AnyKindWire>()
+      /**
+       * The wire of kind `name` for a message stored encoded: its schema passes the JSON through as it is, so a
+       * reminder's message is kept byte for byte, and a runner that does not host the kind can send its occurrences.
+       */
+      const storedWire = (name: string): AnyKindWire => {
+        const hosted = localKind(sharding, name)
+        if (hosted !== undefined) return { ...hosted, message: Schema.Unknown }
+        let wire = unhosted.get(name)
+        if (wire === undefined) {
+          wire = {
+            name,
+            grain: undefined as never,
+            message: Schema.Unknown,
+            reply: undefined,
+            error: Schema.Unknown,
+            entity: makeEntity(name, Schema.Unknown, undefined, Schema.Unknown, false)
+          }
+          unhosted.set(name, wire)
+        }
+        return wire
+      }
 
       /** Checks one registration and makes its row and first occurrence; nothing is written. */
       const prepare = (kind: AnyKindWire, now: number, registration: Registration<unknown>) =>
@@ -571,6 +697,25 @@ export const layer = (
               Effect.fail(new ReminderStorageError({ operation: "register", cause }))
             )
 
+      /**
+       * Gives a registered reminder a new schedule in place, as registering it again would: the same name and stored
+       * message, a new generation (the occurrence persisted for the old schedule is dropped as stale when it arrives),
+       * the first occurrence of `schedule` from now, the row and that occurrence written by `write` (all or nothing).
+       */
+      const reschedule = (kind: string, key: string, row: ReminderSql.ReminderRow, schedule: ReminderSchedule) =>
+        Effect.gen(function* () {
+          const wire = storedWire(kind)
+          const now = yield* Clock.currentTimeMillis
+          const prepared = yield* prepare(wire, now, {
+            key,
+            name: row.name,
+            message: JSON.parse(row.message),
+            schedule
+          })
+          yield* write(wire, [prepared])
+          return toInfo(prepared.row)
+        })
+
       const register: RemindersService["register"] = (kind, key, name, message, schedule) =>
         Effect.gen(function* () {
           const prepared = yield* prepare(kind, yield* Clock.currentTimeMillis, { key, name, message, schedule })
@@ -608,27 +753,55 @@ export const layer = (
           const misfire = manual
             ? undefined
             : decideMisfire(row, delivery.due, arrived, stored?.policies ?? { ...DEFAULTS, retry: false })
+          // What storage records of this occurrence, written at the end in one transaction (one commit).
+          const writes: Array<Effect.Effect<unknown, SqlError>> = []
+          let pausedNow = false
           const passed = (outcome: "skipped" | "missed", detail: string) =>
-            retried(state.record(stateKey, runId, notRun(delivery.due, trigger, outcome, detail), keep))
+            writes.push(state.record(stateKey, runId, notRun(delivery.due, trigger, outcome, detail), keep))
           if (stored?.pause !== undefined && !manual) {
             // Paused: the occurrence passes without reaching the grain; the grid goes on, so resume needs only the flag.
-            yield* passed("skipped", `paused: ${stored.pause.note}`)
+            passed("skipped", `paused: ${stored.pause.note}`)
           } else if (misfire !== undefined && misfire.missed > 0 && !misfire.deliver) {
             scheduleEvents("missed").unsafeUpdate(misfire.missed, [])
-            yield* passed("missed", `${misfire.missed} occurrence(s) missed (misfire: ${misfire.policy})`)
+            passed("missed", `${misfire.missed} occurrence(s) missed (misfire: ${misfire.policy})`)
           } else {
             const start = yield* Clock.currentTimeMillis
             const decoded = Schema.decodeUnknownEither(kind.message)(JSON.parse(row.message))
+            const code = failurePolicies({ kind: kind.name, key, name: row.name })
+            if (Either.isLeft(code)) {
+              yield* Effect.logError(
+                `reminder "${row.name}" of grain ${kind.name}/${key}: Reminders.layer's policies gave a bad answer; ` +
+                  "it is delivered without them",
+                code.left
+              )
+            }
+            const policies = Either.getOrElse(code, () => NO_FAILURE_POLICIES)
+            let attempts = 0
+            let failure: string | undefined
             if (Either.isLeft(decoded)) {
               yield* Effect.logError(
                 `reminder "${row.name}" of grain ${kind.name}/${key} holds a message the kind's schema cannot decode`,
                 issueOf(decoded.left)
               )
+              attempts = 1
+              failure = "the kind's message schema cannot decode the message"
             } else {
-              yield* handle(decoded.right)
+              // Each attempt hands the message to the grain again (a failed handler deactivated it: a new activation).
+              const once = Effect.suspend(() => {
+                if (attempts++ > 0) scheduleEvents("retry").unsafeUpdate(1, [])
+                return handle(decoded.right)
+              })
+              const exit = yield* Effect.exit(policies.retry === undefined ? once : Effect.retry(once, policies.retry))
+              if (Exit.isFailure(exit)) {
+                failure = failureDetail(exit.cause)
+                yield* Effect.logWarning(
+                  `reminder "${row.name}" of grain ${kind.name}/${key} failed (${attempts} attempt(s))`,
+                  exit.cause
+                )
+              }
             }
             const end = yield* Clock.currentTimeMillis
-            yield* retried(
+            writes.push(
               state.record(
                 stateKey,
                 runId,
@@ -637,29 +810,54 @@ export const layer = (
                   trigger,
                   start,
                   end,
-                  outcome: Either.isLeft(decoded) ? "failed" : "sent",
+                  outcome: failure === undefined ? "sent" : "failed",
                   lateness: Math.max(0, start - delivery.due),
-                  attempts: 1,
-                  ...(Either.isLeft(decoded) ? { detail: "the kind's message schema cannot decode the message" } : {})
+                  attempts,
+                  ...(failure === undefined ? {} : { detail: failure })
                 },
                 keep
               )
             )
+            // Failures in a row, and the pause at the limit (an operator's stored limit before the code's).
+            if (failure === undefined) {
+              if ((stored?.failuresInRow ?? 0) > 0) writes.push(state.succeeded(stateKey))
+            } else {
+              const failed = failure
+              writes.push(
+                Effect.gen(function* () {
+                  if (stored === undefined) yield* state.define(stateKey, { ...DEFAULTS, retry: false }, "reminder")
+                  const failures = yield* state.failed(stateKey)
+                  const limit = stored?.policies.pauseAfterFailures ?? policies.pauseAfterFailures
+                  pausedNow = limit !== undefined && failures >= limit && stored?.pause === undefined
+                  if (pausedNow) {
+                    yield* state.pause(
+                      stateKey,
+                      `paused after ${failures} failed occurrences in a row; the last: ${failed}`,
+                      "tickwork",
+                      end
+                    )
+                  }
+                })
+              )
+            }
           }
-          if (manual) return
-          const now = yield* Clock.currentTimeMillis
-          const next = misfire?.next ?? nextOccurrence(row, delivery.due, now)
-          if (next === undefined) {
-            yield* retried(table.remove(kind.name, key, row.name, row.generation))
-            return
+          if (!manual) {
+            const now = yield* Clock.currentTimeMillis
+            const next = misfire?.next ?? nextOccurrence(row, delivery.due, now)
+            if (next === undefined) {
+              writes.push(table.remove(kind.name, key, row.name, row.generation))
+            } else {
+              // The next occurrence is persisted before the row moves on: a crash in between redelivers this one.
+              yield* sendOccurrence(
+                kind,
+                key,
+                new ReminderDelivery({ name: row.name, generation: row.generation, due: next })
+              )
+              writes.push(table.advance(kind.name, key, row.name, row.generation, next))
+            }
           }
-          // The next occurrence is persisted before the row moves on: a crash in between redelivers this one.
-          yield* sendOccurrence(
-            kind,
-            key,
-            new ReminderDelivery({ name: row.name, generation: row.generation, due: next })
-          )
-          yield* retried(table.advance(kind.name, key, row.name, row.generation, next))
+          yield* retried(sql.withTransaction(Effect.all(writes, { discard: true })))
+          if (pausedNow) scheduleEvents("paused_on_failure").unsafeUpdate(1, [])
         }).pipe(
           withSharding,
           Effect.catchAllCause((cause) =>
@@ -683,7 +881,9 @@ export const layer = (
           table,
           state,
           sharding,
-          send: (kind, key, delivery) => withSharding(sendOccurrence(kind, key, delivery))
+          send: (kind, key, delivery) => withSharding(sendOccurrence(storedWire(kind), key, delivery)),
+          reschedule: (kind, key, row, schedule) => withSharding(reschedule(kind, key, row, schedule)),
+          failurePolicies: (reminder) => Either.getOrElse(failurePolicies(reminder), () => NO_FAILURE_POLICIES)
         })
       }
     })

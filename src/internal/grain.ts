@@ -197,6 +197,10 @@ export class Activation extends TimerBook<string, GrainTimer> implements TimerOw
     super()
   }
 
+  get path(): string | undefined {
+    return this.cell?.path
+  }
+
   get name(): string {
     return `${this.identity.kind}/${this.identity.key}`
   }
@@ -291,9 +295,8 @@ export class Activation extends TimerBook<string, GrainTimer> implements TimerOw
       onFailure: (cause) => {
         // DESIGN §5: a tick is fire-and-forget; its failure is logged and the grain and its timers go on.
         if (isTick) return Effect.logWarning(`grain ${this.name} failed handling a timer tick; its timers go on`, cause)
-        if (reply !== undefined) {
-          Deferred.unsafeDone(reply, asked ? Effect.fail(new GrainFailed({ grain: this.name, cause })) : Effect.void)
-        }
+        // An ask and a tracked tell both learn of it (a durable reminder counts its failures so).
+        if (reply !== undefined) Deferred.unsafeDone(reply, Effect.fail(new GrainFailed({ grain: this.name, cause })))
         return Effect.zipRight(Effect.logError(`grain ${this.name} failed; deactivating`, cause), this.deactivate())
       }
     })
@@ -684,7 +687,10 @@ export class GrainRegistry {
     return this.deliverAwaiting(kind, key, message, true)
   }
 
-  /** Tells and waits until the grain has handled the message (or it could not be delivered). */
+  /**
+   * Tells and waits until the grain has handled the message; fails when it could not be delivered, or with
+   * `GrainFailed` when `onReceive` failed on it.
+   */
   tellTracked(kind: Grain<any, any, any, any>, key: string, message: unknown): Effect.Effect<void, GrainAskError> {
     return Effect.asVoid(this.deliverAwaiting(kind, key, message, false))
   }
@@ -794,7 +800,7 @@ export class GrainRegistry {
     if (actor === undefined) this.actors.set(kind, (actor = grainActor(kind)))
     // The handlers run with the services of the layer that registered the kind (its runtime), whoever sends the
     // message that activates it; the activations then share one base of FiberRefs (`spawnerBase`).
-    const name = `grain:${kind.name}:${encodeURIComponent(key)}`
+    const name = `grain:${encodeURIComponent(kind.name)}:${encodeURIComponent(key)}`
     return spawnOwned(this.system, actor, name, activation, this.runtime.fiberRefs).pipe(
       Effect.match({
         onFailure: (error) => {

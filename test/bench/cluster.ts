@@ -79,6 +79,12 @@ const PHASES = process.env.TICKWORK_BENCH_CLUSTER_PHASES?.split(",").map((name) 
   if (known === undefined) throw new Error(`TICKWORK_BENCH_CLUSTER_PHASES: unknown phase "${name}" (${PHASE_NAMES})`)
   return known
 })
+/** `TICKWORK_BENCH_CLUSTER_STORAGES=pg` (or `sqlite`) runs on one storage only; unset: both. */
+const STORAGES = process.env.TICKWORK_BENCH_CLUSTER_STORAGES?.split(",").map((name) => {
+  const known = (["sqlite", "pg"] as const).find((s) => s === name.trim())
+  if (known === undefined) throw new Error(`TICKWORK_BENCH_CLUSTER_STORAGES: unknown storage "${name}" (sqlite,pg)`)
+  return known
+})
 
 /** Plain @effect/cluster's behaviour: delivery at the storage poll, processed messages kept forever. */
 const PLAIN_ENV = { ARMING: "off", RETENTION: "off" }
@@ -881,7 +887,10 @@ const runStorage = async (
 }
 
 export const runCluster = async (options: ClusterOptions, log: (line: string) => void): Promise<ClusterResult> => {
-  const storages = [await runStorage("sqlite", options, log), await runStorage("pg", options, log)]
+  const storages: Array<StorageResult> = []
+  for (const kind of ["sqlite", "pg"] as const) {
+    if (STORAGES === undefined || STORAGES.includes(kind)) storages.push(await runStorage(kind, options, log))
+  }
   return { scenario: "cluster", options, storages, targets: clusterTargets(options, storages) }
 }
 

@@ -3,6 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Clock, Context, Effect, Exit, Fiber, Layer, Schema, Scope, TestClock } from "effect"
 import { ActorSystem, Grain, Passivation } from "tickwork"
 import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
+import { TestCluster } from "tickwork/cluster/testkit"
 import * as ReminderSql from "../../src/cluster/internal/reminderSql.js"
 import { advance, pgStorage, pgUnavailable, startRunner } from "./conformance-helpers.js"
 
@@ -80,16 +81,9 @@ const runnerOn = (kind: ClusterGrain.ClusterGrain<any, any, any, any>) =>
     Layer.provideMerge(ActorSystem.layer({ name: "runner" }))
   )
 
-const runner = (kind: ClusterGrain.ClusterGrain<any, any, any, any>) =>
-  runnerOn(kind).pipe(Layer.provideMerge(ClusterRunner.layerTest()))
-
-/** Asks the grain under test, moving the clock along until it answers. */
+/** Asks the grain under test (the runner of `TestCluster.layer` holds its shards: no clock to move). */
 const ask = (kind: ClusterGrain.ClusterGrain<Msg, string, any, any>, message: Msg) =>
-  Effect.gen(function* () {
-    const fiber = yield* Effect.fork(ClusterGrain.ask(kind, "g", message, { timeout: "10 seconds" }))
-    yield* TestClock.adjust(0)
-    return yield* Fiber.join(fiber)
-  })
+  ClusterGrain.ask(kind, "g", message, { timeout: "10 seconds" })
 
 const fired = (events: ReadonlyArray<string>) => events.filter((e) => e.includes("@"))
 
@@ -103,12 +97,14 @@ const assertOnTime = (times: ReadonlyArray<number>, dueOf: (i: number) => number
     assert.isAtMost(t, dueOf(i) + 1_000)
   })
 
-/** A test on one runner with a fresh subject kind, the clock moved past zero first. */
+/** A test on one runner (`TestCluster.layer`) with a fresh subject kind, the clock moved past zero first. */
 const withSubject = <A, E>(
-  body: (subject: ReturnType<typeof makeSubject>) => Effect.Effect<A, E, Layer.Layer.Success<ReturnType<typeof runner>>>
+  body: (subject: ReturnType<typeof makeSubject>) => Effect.Effect<A, E, TestCluster.Services>
 ) => {
   const subject = makeSubject()
-  return Effect.zipRight(TestClock.adjust(1), body(subject)).pipe(Effect.provide(runner(subject.kind)))
+  return Effect.zipRight(TestClock.adjust(1), body(subject)).pipe(
+    Effect.provide(TestCluster.layer({ kinds: [subject.kind] }))
+  )
 }
 
 describe("Reminders", () => {
@@ -118,14 +114,13 @@ describe("Reminders", () => {
         assert.strictEqual(yield* ask(kind, { _tag: "After", name: "wake", label: "wake", delay: 60_000 }), "ok")
         yield* advance(30)
         assert.deepStrictEqual(events, ["activate#1", "deactivate#1"])
-        yield* advance(32)
-        // Due at 60 001; delivered within the storage poll interval (1 s here), by a new activation.
-        assert.strictEqual(events.length, 4)
-        assert.strictEqual(events[2], "activate#2")
-        const [label, at] = events[3]!.split(/[@#]/)
-        assert.strictEqual(label, "wake")
-        assert.isAtLeast(Number(at), 60_001)
-        assert.isAtMost(Number(at), 61_001)
+        // The clock jumps to the occurrence (due at 60 001), delivered then, by a new activation.
+        const step = yield* TestCluster.advanceToNext
+        assert.deepStrictEqual(
+          step.delivered.map((d) => [d.reference, d.run.instant, d.run.outcome]),
+          [["reminded/g/wake", 60_001, "sent"]]
+        )
+        assert.deepStrictEqual(events.slice(2), ["activate#2", "wake@60001#2"])
         // A one-shot is gone once delivered.
         assert.strictEqual(yield* ask(kind, { _tag: "List" }), "")
       })
@@ -140,6 +135,12 @@ describe("Reminders", () => {
         const times = firedTimes(events)
         assert.strictEqual(times.length, 4)
         assertOnTime(times, (i) => 1 + 15_000 * (i + 1))
+        assert.strictEqual(yield* ask(kind, { _tag: "List" }), `beat:${1 + 15_000 * 5}`)
+        // One more occurrence on demand (Orleans' FireReminder): delivered now, off the grid, which stays.
+        const fired = yield* TestCluster.fireReminder(kind, "g", "beat")
+        assert.deepStrictEqual(fired.message, { _tag: "Fired", label: "beat" })
+        assert.strictEqual(fired.run.instant, 62_001)
+        assert.deepStrictEqual(firedTimes(events).slice(4), [62_001])
         assert.strictEqual(yield* ask(kind, { _tag: "List" }), `beat:${1 + 15_000 * 5}`)
       })
     )

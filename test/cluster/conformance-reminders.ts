@@ -3,14 +3,18 @@
  * conformance.test.ts against each storage backend.
  */
 import { assert, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Fiber, Layer, Metric, Schedule, Schema, Scope } from "effect"
+import { Clock, Effect, Exit, Fiber, Layer, Metric, Schedule, Schema, Scope, TestServices } from "effect"
 import { ActorSystem, Grain, Metrics, Schedules } from "tickwork"
 import { ClusterGrain, ClusterSchedules, Reminders } from "tickwork/cluster"
 import type { TestRunner } from "./conformance-helpers.js"
 import type { ScheduleCasesHost } from "./conformance-schedules.js"
 
+/** A schedule event's count, process-wide (`Metrics.scheduleEvents(event)`). */
+const eventCount = (event: Parameters<typeof Metrics.scheduleEvents>[0]) =>
+  Effect.map(Metric.value(Metrics.scheduleEvents(event)), (state) => state.count)
+
 /** Occurrences counted missed, process-wide (`Metrics.scheduleEvents("missed")`). */
-const missedCount = Effect.map(Metric.value(Metrics.scheduleEvents("missed")), (state) => state.count)
+const missedCount = eventCount("missed")
 
 /** What the grains received: key and time, per test (cleared by each). */
 const received: Array<[string, number]> = []
@@ -24,12 +28,44 @@ const BellGrain = ClusterGrain.make(
   { message: BellMsg }
 )
 
-/** A runner hosting the bell grains, with reminders, and `Schedules` over the cluster crons and the reminders. */
-const operated = (runner: TestRunner) =>
+/**
+ * What the flaky grains handled (key, time, the message's text), every attempt at it (key, time), and, per key, the
+ * outcome each next attempt is to have (`"fail"` fails it; none left: it succeeds).
+ */
+const handled: Array<[string, number, string]> = []
+const attempted: Array<[string, number]> = []
+const plans = new Map<string, Array<"fail" | "ok">>()
+const NoteMsg = Schema.Struct({ text: Schema.String })
+const FlakyGrain = ClusterGrain.make(
+  Grain.make<typeof NoteMsg.Type>()({
+    name: "rem-flaky",
+    onReceive: (ctx) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        attempted.push([ctx.identity.key, now])
+        if (plans.get(ctx.identity.key)?.shift() === "fail") return yield* Effect.fail(new Error(`boom at ${now}`))
+        handled.push([ctx.identity.key, now, ctx.message.text])
+      })
+  }),
+  { message: NoteMsg }
+)
+
+/**
+ * A runner with reminders and `Schedules` over the cluster crons and the reminders, hosting the bell and flaky grains
+ * (unless `host` is false), with the reminders' failure `policies`.
+ */
+const operated = (
+  runner: TestRunner,
+  options: { readonly host?: boolean; readonly policies?: Reminders.Options["policies"] } = {}
+) =>
   Effect.map(
     Layer.buildWithScope(
-      Layer.mergeAll(Schedules.layer, ClusterSchedules.layer, ClusterGrain.layer([BellGrain])).pipe(
-        Layer.provideMerge(Reminders.layer()),
+      Layer.mergeAll(
+        Schedules.layer,
+        ClusterSchedules.layer,
+        options.host === false ? Layer.empty : ClusterGrain.layer([BellGrain, FlakyGrain])
+      ).pipe(
+        Layer.provideMerge(Reminders.layer(options.policies === undefined ? {} : { policies: options.policies })),
         Layer.provideMerge(ActorSystem.layer({ name: `rem-${runner.port}` }))
       ),
       runner.scope
@@ -54,9 +90,42 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
       return yield* Fiber.join(fiber)
     })
 
+  /** Registers a reminder of a flaky grain, its message `{ text }`. */
+  const registerFlaky = (
+    runner: Operated,
+    key: string,
+    name: string,
+    text: string,
+    schedule: Reminders.ReminderSchedule
+  ) =>
+    Effect.gen(function* () {
+      const fiber = yield* Effect.fork(
+        Reminders.registerFor(FlakyGrain, key, name, { text }, schedule).pipe(Effect.provide(runner.context))
+      )
+      yield* advance(1)
+      return yield* Fiber.join(fiber)
+    })
+
+  /**
+   * Runs `effect` while the clock moves one second (an occurrence's send waits for the storage's poll). The clock
+   * moves only after a moment of real time, in which storage on a socket answers what `effect` asks before the send:
+   * so `effect` reads the time before it moves, on every backend.
+   */
+  const meanwhile = <A, E>(effect: Effect.Effect<A, E>) =>
+    Effect.gen(function* () {
+      const fiber = yield* Effect.fork(effect)
+      yield* TestServices.provideLive(Effect.sleep("200 millis"))
+      yield* advance(1)
+      return yield* Fiber.join(fiber)
+    })
+
   /** When the grain `key` received its reminders, in seconds, each checked to be at most one poll after `due`. */
-  const deliveries = (key: string, due: ReadonlyArray<number>) => {
-    const seconds = received.filter(([k]) => k === key).map(([, at]) => at / 1000)
+  const deliveries = (
+    key: string,
+    due: ReadonlyArray<number>,
+    from: ReadonlyArray<[string, number, ...Array<unknown>]> = received
+  ) => {
+    const seconds = from.filter(([k]) => k === key).map(([, at]) => at / 1000)
     assert.strictEqual(seconds.length, due.length, `deliveries ${seconds} for ${due}`)
     seconds.forEach((at, i) => {
       assert.isAtLeast(at, due[i]!, `deliveries ${seconds} for ${due}`)
@@ -65,7 +134,7 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
   }
 
   it.scoped(
-    "reminders in Schedules: list with filters, get, unknown and malformed references, update and backfill refused",
+    "reminders in Schedules: list with filters, get, unknown and malformed references, backfill refused, a cron update keeps the zone",
     () =>
       Effect.gen(function* () {
         const { startRunner } = yield* setup
@@ -128,10 +197,13 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
             )
           }
         }
-        const update = yield* Effect.flip(schedules.update("rem-bell/k2/nightly", { spec: Schedules.every("1 hour") }))
+        // A cron spec without a zone keeps the reminder's zone (02:30 in Berlin is 01:30 UTC in January 1970).
+        const rezoned = yield* meanwhile(
+          schedules.update("rem-bell/k2/nightly", { spec: Schedules.cron("0 30 2 * * ?") })
+        )
         assert.deepStrictEqual(
-          [update._tag, (update as { policy?: string }).policy],
-          ["InvalidSchedulePolicy", "update"]
+          [rezoned.expression, rezoned.timeZone, rezoned.intervalMillis, rezoned.nextFire],
+          ["0 30 2 * * ?", "Europe/Berlin", undefined, 90 * 60 * 1000]
         )
         const backfill = yield* Effect.flip(schedules.backfill("rem-bell/k2/nightly", 0, 10_000))
         assert.deepStrictEqual(
@@ -264,7 +336,12 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
           const one = yield* operated(yield* startRunner(1))
           yield* register(one, "m", "tick", Reminders.after("10 seconds", { period: "10 seconds" }))
           const schedules = yield* one.schedules
-          for (const policies of [{ overlap: "skip" }, { retry: Schedule.forever }, { misfire: "sometimes" }]) {
+          for (const policies of [
+            { overlap: "skip" },
+            { retry: Schedule.forever },
+            { misfire: "sometimes" },
+            { pauseAfterFailures: 0 }
+          ]) {
             const error = yield* Effect.flip(schedules.update("rem-bell/m/tick", { policies } as never))
             assert.strictEqual(error._tag, "InvalidSchedulePolicy")
           }
@@ -311,4 +388,293 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
       { timeout: 120_000 }
     )
   }
+
+  it.scoped(
+    "reminders in Schedules: update changes the spec between two occurrences, in place: the old grid's occurrence is dropped, none duplicated or lost",
+    () =>
+      Effect.gen(function* () {
+        const { startRunner } = yield* setup
+        handled.length = 0
+        const runner = yield* operated(yield* startRunner(1))
+        const schedules = yield* runner.schedules
+        const ref = "rem-flaky/u/tick"
+        yield* registerFlaky(runner, "u", "tick", "hello", Reminders.after("10 seconds", { period: "10 seconds" }))
+        yield* advance(11)
+        deliveries("u", [10], handled)
+        // Bad specs are the typed errors of a registration, and change nothing.
+        const bad: ReadonlyArray<readonly [unknown, string]> = [
+          [Schedules.every(0), "InvalidTimerInterval"],
+          [Schedules.every("0.5 millis"), "InvalidTimerInterval"],
+          [Schedules.every("1 second", { first: -1 }), "InvalidTimerDelay"],
+          [Schedules.cron("0 0 25 * * ?"), "InvalidCronExpression"],
+          [Schedules.cron("0 0 * * * ?", { timeZone: "Mars/Olympus_Mons" }), "InvalidCronExpression"],
+          [Schedules.cron("0 0 0 1 1 ? 1970"), "InvalidCronExpression"],
+          [{ _tag: "Weekly" }, "InvalidSchedulePolicy"]
+        ]
+        for (const [spec, tag] of bad) {
+          const error = yield* Effect.flip(schedules.update(ref, { spec: spec as Schedules.Spec }))
+          assert.strictEqual(error._tag, tag, JSON.stringify(spec))
+        }
+        const before = yield* schedules.get(ref)
+        assert.deepStrictEqual([before.intervalMillis, before.expression, before.nextFire], [10_000, undefined, 20_000])
+        // At ~12 s, every 7 seconds from 7.5 s on: the next is 19.5 s. The occurrence persisted for 20 s is stale: it
+        // arrives in the same poll, before the new one, and is dropped (its generation is no longer the reminder's).
+        const updated = yield* meanwhile(
+          schedules.update(ref, { spec: Schedules.every("7 seconds", { first: "7500 millis" }) })
+        )
+        assert.deepStrictEqual(
+          [updated.intervalMillis, updated.expression, updated.nextFire],
+          [7_000, undefined, 19_500]
+        )
+        yield* advance(9)
+        deliveries("u", [10, 19.5], handled)
+        // Paused, then a cron at ~22 s: it stays paused, and resume goes on from the new spec's 30 s (26.5 s is stale).
+        yield* schedules.pause(ref, "moving it")
+        const cronned = yield* meanwhile(schedules.update(ref, { spec: Schedules.cron("*/15 * * * * ?") }))
+        assert.deepStrictEqual(
+          [cronned.state, cronned.expression, cronned.timeZone, cronned.intervalMillis, cronned.nextFire],
+          ["paused", "*/15 * * * * ?", "UTC", undefined, undefined]
+        )
+        assert.strictEqual((yield* schedules.resume(ref)).nextFire, 30_000)
+        yield* advance(14)
+        deliveries("u", [10, 19.5, 30], handled)
+        // The same reminder: one row, its message as registered, its history whole.
+        assert.deepStrictEqual(
+          handled.map(([, , text]) => text),
+          ["hello", "hello", "hello"]
+        )
+        const rows = yield* Reminders.listFor(FlakyGrain, "u").pipe(Effect.provide(runner.context))
+        assert.deepStrictEqual(
+          rows.map((row) => [row.name, row.cron, row.periodMillis, row.nextDue]),
+          [["tick", "*/15 * * * * ?", undefined, 45_000]]
+        )
+        assert.deepStrictEqual(
+          (yield* schedules.history(ref)).map((run) => [run.instant, run.outcome]),
+          [
+            [10_000, "sent"],
+            [19_500, "sent"],
+            [30_000, "sent"]
+          ]
+        )
+        yield* Scope.close(runner.scope, Exit.void)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.scoped(
+    "reminders in Schedules: update and trigger work from a runner that does not host the grain kind",
+    () =>
+      Effect.gen(function* () {
+        const { startRunner } = yield* setup
+        handled.length = 0
+        const host = yield* operated(yield* startRunner(1))
+        yield* registerFlaky(host, "far", "tick", "from afar", Reminders.after("20 seconds", { period: "20 seconds" }))
+        // A runner with no shards and no ClusterGrain.layer: it steers the reminder through storage.
+        const other = yield* operated(yield* startRunner(2, { shardingConfig: { assignedShardGroups: [] } }), {
+          host: false
+        })
+        const schedules = yield* other.schedules
+        const ref = "rem-flaky/far/tick"
+        const updated = yield* meanwhile(schedules.update(ref, { spec: Schedules.every("5 seconds") }))
+        assert.strictEqual(updated.nextFire, 6_000)
+        yield* advance(4)
+        deliveries("far", [6], handled)
+        // The trigger at ~6 s: once now, outside the grid.
+        yield* meanwhile(schedules.trigger(ref))
+        yield* advance(5)
+        deliveries("far", [6, 6, 11], handled)
+        assert.deepStrictEqual(
+          (yield* schedules.history(ref)).map((run) => [run.instant, run.trigger]),
+          [
+            [6_000, "schedule"],
+            [6_000, "manual"],
+            [11_000, "schedule"]
+          ]
+        )
+        assert.deepStrictEqual(
+          handled.map(([, , text]) => text),
+          ["from afar", "from afar", "from afar"]
+        )
+        yield* Scope.close(other.scope, Exit.void)
+        yield* Scope.close(host.scope, Exit.void)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.scoped(
+    "reminders in Schedules: an update whose occurrence cannot be sent changes nothing, and says why",
+    () =>
+      Effect.gen(function* () {
+        const { startRunner } = yield* setup
+        const host = yield* operated(yield* startRunner(1))
+        yield* registerFlaky(host, "stuck", "tick", "kept", Reminders.after("20 seconds", { period: "20 seconds" }))
+        yield* Scope.close(host.scope, Exit.void)
+        // The only runner now owns every shard and does not host the kind: nothing could deliver the new occurrence.
+        const lone = yield* operated(yield* startRunner(2), { host: false })
+        yield* advance(3)
+        const schedules = yield* lone.schedules
+        const error = yield* Effect.flip(
+          meanwhile(schedules.update("rem-flaky/stuck/tick", { spec: Schedules.every("5 seconds") }))
+        )
+        assert.strictEqual(error._tag, "ScheduleStorageError")
+        assert.include(error.message, "no ClusterGrain.layer on it registers the kind")
+        const after = yield* schedules.get("rem-flaky/stuck/tick")
+        assert.deepStrictEqual([after.intervalMillis, after.nextFire], [20_000, 20_000])
+        // A trigger there says the same.
+        const refused = yield* Effect.flip(meanwhile(schedules.trigger("rem-flaky/stuck/tick")))
+        assert.include(refused.message, "no ClusterGrain.layer on it registers the kind")
+        yield* Scope.close(lone.scope, Exit.void)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.scoped(
+    "reminders in Schedules: updated while no runner hosts the grain, the old schedule's occurrence is dropped as stale on recovery",
+    () =>
+      Effect.gen(function* () {
+        const { startRunner } = yield* setup
+        handled.length = 0
+        const host = yield* operated(yield* startRunner(1))
+        yield* registerFlaky(host, "gap", "tick", "still", Reminders.after("20 seconds", { period: "20 seconds" }))
+        const other = yield* operated(yield* startRunner(2, { shardingConfig: { assignedShardGroups: [] } }), {
+          host: false
+        })
+        const schedules = yield* other.schedules
+        // The host goes away at ~1 s; the reminder moves to every 5 s (next 6 s) while its 20 s occurrence waits.
+        yield* Scope.close(host.scope, Exit.void)
+        const updated = yield* meanwhile(schedules.update("rem-flaky/gap/tick", { spec: Schedules.every("5 seconds") }))
+        assert.strictEqual(updated.nextFire, 6_000)
+        yield* advance(23)
+        // A host again at ~25 s: both occurrences are due; the old one (older in storage) is dropped, the new one is
+        // delivered once for all that passed (runOnce), and the grid goes on from 6 s (26 s or 31 s next, by when the
+        // new host took the shard).
+        const back = yield* operated(yield* startRunner(3))
+        yield* advance(8)
+        const history = yield* schedules.history("rem-flaky/gap/tick")
+        assert.deepStrictEqual(history[0], { ...history[0]!, instant: 6_000, outcome: "sent" })
+        assert.isAtLeast(history.length, 2)
+        for (const run of history) {
+          assert.strictEqual((run.instant - 6_000) % 5_000, 0, `${run.instant} is on the new grid`)
+          assert.strictEqual(run.outcome, "sent")
+        }
+        assert.deepStrictEqual(
+          handled.map(([key, , text]) => [key, text]),
+          history.map(() => ["gap", "still"])
+        )
+        yield* Scope.close(back.scope, Exit.void)
+        yield* Scope.close(other.scope, Exit.void)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.scoped(
+    "reminders in Schedules: a failed occurrence is retried under the code's Schedule; pauseAfterFailures pauses it, saying why",
+    () =>
+      Effect.gen(function* () {
+        const { startRunner } = yield* setup
+        handled.length = 0
+        attempted.length = 0
+        const runner = yield* operated(yield* startRunner(1), {
+          policies: (reminder) =>
+            reminder.name === "flaky"
+              ? {
+                  retry: Schedule.spaced("1 second").pipe(Schedule.intersect(Schedule.recurs(2))),
+                  pauseAfterFailures: 2
+                }
+              : undefined
+        })
+        const schedules = yield* runner.schedules
+        const ref = "rem-flaky/f/flaky"
+        // 10 s: fails once, then succeeds; 20 s: fails 3 times; 30 s: succeeds (the count starts again);
+        // 40 s and 50 s fail 3 times each: paused after the second; 60 s passes while paused.
+        plans.set("f", ["fail", "ok", "fail", "fail", "fail", "ok", ...Array(6).fill("fail")])
+        yield* registerFlaky(runner, "f", "flaky", "try", Reminders.after("10 seconds", { period: "10 seconds" }))
+        const info = yield* schedules.get(ref)
+        assert.deepStrictEqual([info.policies.retry, info.policies.pauseAfterFailures], [true, 2])
+        const retriesBefore = yield* eventCount("retry")
+        const pausesBefore = yield* eventCount("paused_on_failure")
+        yield* advance(64)
+        deliveries("f", [11, 30], handled)
+        assert.deepStrictEqual(
+          attempted.filter(([key]) => key === "f").map(([, at]) => Math.floor(at / 1000)),
+          [10, 11, 20, 21, 22, 30, 40, 41, 42, 50, 51, 52]
+        )
+        const history = yield* schedules.history(ref)
+        assert.deepStrictEqual(
+          history.map((run) => [run.instant, run.outcome, run.attempts]),
+          [
+            [10_000, "sent", 2],
+            [20_000, "failed", 3],
+            [30_000, "sent", 1],
+            [40_000, "failed", 3],
+            [50_000, "failed", 3],
+            [60_000, "skipped", 0]
+          ]
+        )
+        assert.include(history[1]!.detail, "boom at 22000")
+        assert.strictEqual((yield* eventCount("retry")) - retriesBefore, 7)
+        assert.strictEqual((yield* eventCount("paused_on_failure")) - pausesBefore, 1)
+        const paused = yield* schedules.get(ref)
+        assert.deepStrictEqual([paused.state, paused.pause?.by, paused.nextFire], ["paused", "tickwork", undefined])
+        assert.include(paused.pause?.note, "paused after 2 failed occurrences in a row")
+        assert.include(paused.pause?.note, "boom at 52000")
+        // Resume starts the count again; an operator's limit (stored) comes before the code's.
+        yield* schedules.resume(ref)
+        const stricter = yield* schedules.update(ref, { policies: { pauseAfterFailures: 1 } })
+        assert.strictEqual(stricter.policies.pauseAfterFailures, 1)
+        plans.set("f", ["fail", "fail", "fail"])
+        yield* advance(10)
+        assert.strictEqual((yield* schedules.get(ref)).state, "paused")
+        // Without a retry from the code: one attempt, a failure counted all the same.
+        plans.set("g", ["fail"])
+        yield* registerFlaky(runner, "g", "plain", "once", Reminders.after("5 seconds", { period: "1 hour" }))
+        yield* schedules.update("rem-flaky/g/plain", { policies: { pauseAfterFailures: 1 } })
+        yield* advance(6)
+        const plain = yield* schedules.get("rem-flaky/g/plain")
+        assert.deepStrictEqual(
+          [plain.state, plain.policies.retry, plain.lastRun?.outcome, plain.lastRun?.attempts],
+          ["paused", false, "failed", 1]
+        )
+        yield* Scope.close(runner.scope, Exit.void)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.scoped(
+    "reminders: Reminders.layer's policies must be a function (InvalidSchedulePolicy); a bad answer is logged and not used",
+    () =>
+      Effect.gen(function* () {
+        const { startRunner } = yield* setup
+        handled.length = 0
+        const runner = yield* startRunner(1)
+        const error = yield* Layer.build(Reminders.layer({ policies: { retry: Schedule.forever } as never })).pipe(
+          Effect.provide(runner.context),
+          Effect.flip
+        )
+        assert.deepStrictEqual(
+          [error._tag, (error as { policy?: string }).policy],
+          ["InvalidSchedulePolicy", "policies"]
+        )
+        // A limit below 1, an unknown policy: the occurrence is delivered without them (and the error logged).
+        const operatedRunner = yield* operated(runner, {
+          policies: (reminder) =>
+            (reminder.key === "b1" ? { pauseAfterFailures: 0 } : { overlap: "skip" }) as Reminders.ReminderPolicies
+        })
+        const schedules = yield* operatedRunner.schedules
+        for (const key of ["b1", "b2"]) {
+          plans.set(key, ["fail"])
+          yield* registerFlaky(operatedRunner, key, "bad", "x", Reminders.after("5 seconds", { period: "1 hour" }))
+        }
+        yield* advance(6)
+        for (const key of ["b1", "b2"]) {
+          const info = yield* schedules.get(`rem-flaky/${key}/bad`)
+          assert.deepStrictEqual(
+            [info.state, info.policies.retry, info.policies.pauseAfterFailures, info.lastRun?.outcome],
+            ["active", false, undefined, "failed"]
+          )
+        }
+        yield* Scope.close(runner.scope, Exit.void)
+      }),
+    { timeout: 120_000 }
+  )
 }

@@ -13,7 +13,10 @@ export interface ScheduleCasesHost {
   readonly setup: Effect.Effect<
     {
       readonly storage: Context.Context<SqlClient.SqlClient>
-      readonly startRunner: (port: number) => Effect.Effect<TestRunner, unknown>
+      readonly startRunner: (
+        port: number,
+        options?: Pick<ClusterRunner.TestOptions, "shardingConfig">
+      ) => Effect.Effect<TestRunner, unknown>
     },
     unknown,
     Scope.Scope

@@ -99,7 +99,8 @@ for (const backend of backends) {
         const prefix = freshPrefix()
         const storage = yield* Layer.build(ClusterRunner.layerStorage(backend.storage))
         yield* Effect.addFinalizer(() => Effect.orDie(backend.cleanup(prefix)).pipe(Effect.provide(storage)))
-        const startRunner = (port: number) => startTestRunner(storage, port, { tablePrefix: prefix })
+        const startRunner = (port: number, options?: Pick<ClusterRunner.TestOptions, "shardingConfig">) =>
+          startTestRunner(storage, port, { ...options, tablePrefix: prefix })
         return { storage, startRunner }
       })
 
@@ -130,7 +131,7 @@ for (const backend of backends) {
       it.scoped("cron: once per instant across three runners while two leave", () =>
         Effect.gen(function* () {
           const { startRunner } = yield* setup
-          const runners = yield* Effect.forEach([1, 2, 3], startRunner)
+          const runners = yield* Effect.forEach([1, 2, 3], (port) => startRunner(port))
           const fired: Array<[string, number]> = []
           for (const runner of runners) {
             yield* ClusterScheduler.scheduleWithCron(

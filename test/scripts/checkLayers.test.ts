@@ -34,6 +34,7 @@ describe("the layering check", () => {
     assert.strictEqual(layerOf("GameClock"), "entities")
     assert.strictEqual(layerOf("cluster/internal/cron"), "cluster")
     assert.strictEqual(layerOf("testkit/TestProbe"), "testkit")
+    assert.strictEqual(layerOf("cluster/testkit/TestCluster"), "clusterTestkit")
     assert.strictEqual(layerOf("admin/internal/handlers"), "admin")
   })
 
@@ -73,6 +74,25 @@ describe("the layering check", () => {
     assert.isUndefined(check("cluster/Reminders", "../Grain.js"))
     assert.isUndefined(check("cluster/internal/cron", "@effect/cluster/Sharding"))
     assert.isUndefined(check("testkit/TestTimers", "../ActorSystem.js"))
+    assert.isUndefined(check("cluster/testkit/TestCluster", "../../testkit/TestSystem.js"))
+    assert.isUndefined(check("cluster/testkit/TestCluster", "../ClusterRunner.js"))
+    assert.isUndefined(check("cluster/testkit/TestCluster", "@effect/cluster/Sharding"))
+    assert.strictEqual(
+      rule("cluster/ClusterRunner", "./testkit/TestCluster.js"),
+      "nothing imports the cluster's testkit"
+    )
+    assert.strictEqual(
+      rule("testkit/TestSystem", "../cluster/testkit/TestCluster.js"),
+      "nothing imports the cluster's testkit"
+    )
+    assert.strictEqual(
+      rule("cluster/Reminders", "../testkit/TestSystem.js"),
+      "nothing in src but the testkit imports the testkit"
+    )
+    assert.strictEqual(
+      rule("testkit/TestSystem", "@effect/cluster/Sharding"),
+      "only src/cluster imports the cluster stack"
+    )
     assert.isUndefined(check("internal/timerDriver", "./timerQueue.js"))
   })
 

@@ -391,18 +391,14 @@ const registerSlot = (
 
     const turnHost: TurnHost = {
       local,
-      overlap: Effect.map(
-        Effect.orDie(state.get(reference)),
-        (row) => row?.policies.overlap ?? slot.last.policies.overlap
+      stored: Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.map(Effect.orDie(state.get(reference)), (row) => ({
+          overlap: row?.policies.overlap ?? slot.last.policies.overlap,
+          runningElsewhere: row?.runningSince !== undefined && now - row.runningSince < RUNNING_STALE_MILLIS,
+          buffered: row?.buffered
+        }))
       ),
-      runningElsewhere: Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.map(
-          Effect.orDie(state.get(reference)),
-          (row) => row?.runningSince !== undefined && now - row.runningSince < RUNNING_STALE_MILLIS
-        )
-      ),
-      buffer: (id) => Effect.orDie(Effect.asVoid(state.buffer(reference, id))),
-      bufferedElsewhere: Effect.map(Effect.orDie(state.get(reference)), (row) => row?.buffered)
+      buffer: (id) => Effect.orDie(Effect.asVoid(state.buffer(reference, id)))
     }
 
     /** Runs `body` as a run of the schedule: counted here and marked in storage while it goes. */

@@ -88,15 +88,21 @@ export const runningIn = (storage: object, key: string): Running => {
   return running
 }
 
+/** What storage says of a schedule's runs, in one read. */
+export interface StoredTurn {
+  /** The overlap policy (used when nothing runs here). */
+  readonly overlap: Overlap
+  /** Whether another process marked a run of the schedule as going (not stale). */
+  readonly runningElsewhere: boolean
+  /** The run the bufferOne slot keeps. */
+  readonly buffered: string | undefined
+}
+
 export interface TurnHost {
   readonly local: Running
-  /** The overlap policy in storage (read when nothing runs here). */
-  readonly overlap: Effect.Effect<Overlap>
-  /** Whether another process marked a run of the schedule as going (not stale). */
-  readonly runningElsewhere: Effect.Effect<boolean>
+  readonly stored: Effect.Effect<StoredTurn>
   /** Records the bufferOne slot in storage (for the other processes). */
   readonly buffer: (id: string | null) => Effect.Effect<void>
-  readonly bufferedElsewhere: Effect.Effect<string | undefined>
 }
 
 /**
@@ -108,8 +114,12 @@ export const awaitTurn = (
   id: string
 ): Effect.Effect<{ readonly _tag: "run" } | { readonly _tag: "skip"; readonly detail: string }> =>
   Effect.gen(function* () {
-    const busy = Effect.suspend(() => (host.local.count > 0 ? Effect.succeed(true) : host.runningElsewhere))
-    const overlap = host.local.count > 0 ? host.local.overlap : yield* host.overlap
+    const busy = Effect.suspend(() =>
+      host.local.count > 0 ? Effect.succeed(true) : Effect.map(host.stored, (stored) => stored.runningElsewhere)
+    )
+    // Nothing runs here: one read gives the policy and whether a run goes elsewhere (the common path's only read).
+    const first = host.local.count > 0 ? undefined : yield* host.stored
+    const overlap = first?.overlap ?? host.local.overlap
     /** Counts the run as going here, unless another one started meanwhile (checked and counted in one step). */
     const claim = Effect.sync(() => {
       if (host.local.count > 0 && overlap !== "allowAll") return false
@@ -121,7 +131,8 @@ export const awaitTurn = (
       yield* claim
       return { _tag: "run" } as const
     }
-    if (!(yield* busy) && (yield* claim)) return { _tag: "run" } as const
+    const busyNow = host.local.count > 0 || (first !== undefined ? first.runningElsewhere : yield* busy)
+    if (!busyNow && (yield* claim)) return { _tag: "run" } as const
     scheduleEvents("overlap").unsafeUpdate(1, [])
     if (overlap === "skip") return { _tag: "skip", detail: "a run was still going (overlap: skip)" } as const
     if (overlap === "bufferOne") {
@@ -134,7 +145,7 @@ export const awaitTurn = (
         continue
       }
       if (overlap === "bufferOne") {
-        const kept = host.local.buffered ?? (yield* host.bufferedElsewhere)
+        const kept = host.local.buffered ?? (yield* host.stored).buffered
         if (kept !== undefined && kept !== id) {
           return { _tag: "skip", detail: "a later run took its place (overlap: bufferOne)" } as const
         }

@@ -239,10 +239,12 @@ const hostKind = <Msg, A, E>(kind: HostedKind<Msg, A, E>, host: Host) =>
           return Effect.zipRight(keepAlive.stop, registry.close(kind.name, key))
         })
       )
-      const tracked = (message: unknown, what: string) =>
-        Effect.catchAll(registry.tellTracked(kind.grain, key, message), logged(what, key))
       return kind.entity.of({
-        Tell: (request) => tracked(request.payload.message, "a told message"),
+        // A failure of the grain's handler is its own (the grain logged it and was deactivated), as for a local tell.
+        Tell: (request) =>
+          Effect.catchAll(registry.tellTracked(kind.grain, key, request.payload.message), (error) =>
+            error._tag === "GrainFailed" ? Effect.void : logged("a told message", key)(error)
+          ),
         Ask: (request) =>
           registry.ask(kind.grain, key, request.payload.message).pipe(
             Effect.mapError(wire),
@@ -258,7 +260,9 @@ const hostKind = <Msg, A, E>(kind: HostedKind<Msg, A, E>, host: Host) =>
         Touch: () => Effect.void,
         Remind: (request: { readonly payload: ReminderDelivery }) => {
           const delivered = Option.isSome(reminders)
-            ? reminders.value.deliver(kind, key, request.payload, (message) => tracked(message, "a reminder"))
+            ? reminders.value.deliver(kind, key, request.payload, (message) =>
+                registry.tellTracked(kind.grain, key, message)
+              )
             : Effect.logError(
                 `reminder "${request.payload.name}" for grain ${kind.name}/${key} arrived on a runner without the Reminders service; it is dropped`
               )

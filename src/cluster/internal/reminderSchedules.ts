@@ -8,9 +8,12 @@
  *   (recorded as `"skipped"`), its grid goes on, so `resume` fires again from the next occurrence after now;
  * - `trigger` sends one occurrence due now, marked manual: delivered once, outside the grid, which it does not move;
  * - `remove` unregisters it and deletes its state and history;
- * - `update` takes the misfire policies (`misfire`, `grace`, `history`), stored; a spec, `overlap`, `retry` or
- *   `pauseAfterFailures` is refused, as is `backfill` (`InvalidSchedulePolicy`): a reminder's message and schedule
- *   are changed by registering it again.
+ * - `update` of the spec reschedules it in place (`reschedule`: its stored message, a new generation, the first
+ *   occurrence of the new spec from now); of the policies, stores `misfire`, `grace`, `pauseAfterFailures` and
+ *   `history`. `overlap` (a grain handles one message at a time) and `retry` (code: `Reminders.layer({ policies })`)
+ *   are refused, as is `backfill` (`InvalidSchedulePolicy`).
+ * - `trigger` and `update` send from a runner that does not host the grain kind too (the message is stored encoded);
+ *   only a runner that owns the grain's shard must host it.
  *
  * @internal
  */
@@ -18,11 +21,19 @@ import type { Sharding } from "@effect/cluster/Sharding"
 import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import { DEFAULTS, parsePolicies } from "../../internal/schedules.js"
+import * as Either from "effect/Either"
+import type * as Schedule from "effect/Schedule"
+import { DEFAULTS, parsePolicies, parseSpec } from "../../internal/schedules.js"
 import { scheduleEvents } from "../../Metrics.js"
-import type { Filter, ScheduleInfo, ScheduleSource } from "../../Schedules.js"
-import { InvalidSchedulePolicy, ScheduledReferenceNotFound } from "../../TimerError.js"
-import { type AnyKindWire, localKind, ReminderDelivery } from "./grainProtocol.js"
+import type { Filter, ScheduleError, ScheduleInfo, ScheduleSource } from "../../Schedules.js"
+import {
+  InvalidCronExpression,
+  InvalidSchedulePolicy,
+  ScheduledReferenceNotFound,
+  type ScheduleStorageError
+} from "../../TimerError.js"
+import type { RegisterError, ReminderSchedule } from "../Reminders.js"
+import { ReminderDelivery } from "./grainProtocol.js"
 import * as ReminderSql from "./reminderSql.js"
 import * as ScheduleState from "./scheduleState.js"
 
@@ -33,26 +44,54 @@ interface Found {
   readonly row: ReminderSql.ReminderRow
 }
 
-const refused = (operation: "update" | "backfill") =>
-  Effect.fail(
-    new InvalidSchedulePolicy({
-      policy: operation,
-      reason: "a reminder is changed by registering it again (Reminders.register), and has no backfill"
-    })
+/**
+ * A `Schedules` spec as a reminder's schedule, checked as `Schedules.create` checks it: an interval's grid starts
+ * `first` (default: one interval) from now; a cron keeps the reminder's time zone unless the spec gives one.
+ */
+const scheduleOf = (
+  spec: unknown,
+  row: ReminderSql.ReminderRow,
+  now: number
+): Either.Either<ReminderSchedule, ScheduleError> => {
+  const s = spec as { readonly _tag?: unknown; readonly timeZone?: unknown } | null
+  const zoned =
+    s !== null && typeof s === "object" && s._tag === "Cron" && s.timeZone === undefined
+      ? { ...s, timeZone: row.timeZone ?? "UTC" }
+      : spec
+  return Either.map(
+    parseSpec(zoned, now),
+    (parsed): ReminderSchedule =>
+      parsed._tag === "interval"
+        ? { _tag: "After", delay: parsed.first, period: parsed.every }
+        : { _tag: "Cron", expression: parsed.expression, timeZone: parsed.timeZone }
   )
+}
 
 export const make = (deps: {
   readonly table: ReminderSql.ReminderSql
   readonly state: ScheduleState.ScheduleState
   readonly sharding: Context.Tag.Service<Sharding>
-  readonly send: (kind: AnyKindWire, key: string, delivery: ReminderDelivery) => Effect.Effect<void, unknown>
+  /** Sends an occurrence of a reminder of grain kind `kind` (hosted here or not). */
+  readonly send: (kind: string, key: string, delivery: ReminderDelivery) => Effect.Effect<void, unknown>
+  /** Gives the reminder `row` of (kind, key) a new schedule in place (`Reminders.layer`'s `reschedule`). */
+  readonly reschedule: (
+    kind: string,
+    key: string,
+    row: ReminderSql.ReminderRow,
+    schedule: ReminderSchedule
+  ) => Effect.Effect<unknown, RegisterError>
+  /** The failure policies the code gives the reminder (`Reminders.layer({ policies })`). */
+  readonly failurePolicies: (reminder: { readonly kind: string; readonly key: string; readonly name: string }) => {
+    readonly retry: Schedule.Schedule<unknown, unknown> | undefined
+    readonly pauseAfterFailures: number | undefined
+  }
 }): ScheduleSource => {
   const { sharding, state, table } = deps
 
   const info = (found: Found, st: ScheduleState.StateRow | undefined) =>
-    Effect.map(
-      state.lastRun(ReminderSql.stateKeyOf(found.reference)),
-      (lastRun): ScheduleInfo => ({
+    Effect.map(state.lastRun(ReminderSql.stateKeyOf(found.reference)), (lastRun): ScheduleInfo => {
+      const code = deps.failurePolicies({ kind: found.kind, key: found.key, name: found.row.name })
+      return {
         reference: found.reference,
         kind: "reminder",
         owner: ReminderSql.ownerOf(found.kind, found.key),
@@ -69,11 +108,12 @@ export const make = (deps: {
           graceMillis: st?.policies.graceMillis ?? DEFAULTS.graceMillis,
           // A grain handles its messages one at a time.
           overlap: "bufferAll",
-          retry: false,
-          pauseAfterFailures: undefined
+          retry: code.retry !== undefined,
+          // An operator's stored limit, else the code's.
+          pauseAfterFailures: st?.policies.pauseAfterFailures ?? code.pauseAfterFailures
         }
-      })
-    )
+      }
+    })
 
   const find = (reference: string) =>
     Effect.gen(function* () {
@@ -131,18 +171,11 @@ export const make = (deps: {
         reference,
         Effect.gen(function* () {
           const found = yield* find(reference)
-          const kind = localKind(sharding, found.kind)
-          if (kind === undefined) {
-            return yield* ScheduleState.storageError(
-              "trigger",
-              reference
-            )(`grain kind "${found.kind}" is not hosted by ClusterGrain.layer on this runner`)
-          }
           const now = yield* Clock.currentTimeMillis
           const id = String(yield* sharding.getSnowflake)
           yield* deps
             .send(
-              kind,
+              found.kind,
               found.key,
               new ReminderDelivery({ name: found.row.name, generation: found.row.generation, due: now, manual: id })
             )
@@ -154,24 +187,48 @@ export const make = (deps: {
       ScheduleState.stored("update")(
         reference,
         Effect.gen(function* () {
-          yield* find(reference)
-          if (changes.spec !== undefined) return yield* refused("update")
+          const found = yield* find(reference)
           const policyChanges = (changes.policies ?? {}) as Record<string, unknown>
-          for (const policy of ["overlap", "retry", "pauseAfterFailures"]) {
+          const refusals: Record<string, string> = {
+            overlap: "a reminder's occurrences never overlap: a grain handles one message at a time",
+            retry: "a reminder's retry is code: give it on every runner with Reminders.layer({ policies })"
+          }
+          for (const [policy, reason] of Object.entries(refusals)) {
             if (policyChanges !== null && typeof policyChanges === "object" && policyChanges[policy] !== undefined) {
-              return yield* new InvalidSchedulePolicy({
-                policy,
-                reason: "a reminder takes misfire, grace and history (a grain handles one message at a time)"
-              })
+              return yield* new InvalidSchedulePolicy({ policy, reason })
             }
           }
           const key = ReminderSql.stateKeyOf(reference)
           const current = yield* state.get(key)
           const base = current?.policies ?? { ...DEFAULTS, retry: false }
+          // Everything is checked before anything is written: a bad spec or policy changes nothing.
           const parsed = yield* parsePolicies(changes.policies, { ...base, retry: undefined })
-          const policies = { ...parsed, retry: false }
-          yield* state.define(key, policies, "reminder")
-          yield* state.setPolicies(key, policies)
+          const schedule =
+            changes.spec === undefined
+              ? undefined
+              : yield* scheduleOf(changes.spec, found.row, yield* Clock.currentTimeMillis)
+          if (schedule !== undefined) {
+            yield* deps.reschedule(found.kind, found.key, found.row, schedule).pipe(
+              Effect.mapError((error): ScheduleError | ScheduleStorageError => {
+                switch (error._tag) {
+                  case "InvalidTimerDelay":
+                  case "InvalidTimerInterval":
+                  case "InvalidCronExpression":
+                    return error
+                  case "ReminderNeverFires":
+                    return new InvalidCronExpression({ expression: error.expression, reason: "no instant after now" })
+                  default:
+                    // A storage failure, or the first occurrence could not be sent (the row is back as it was).
+                    return ScheduleState.storageError("update", reference)(error)
+                }
+              })
+            )
+          }
+          if (changes.policies !== undefined) {
+            const policies = { ...parsed, retry: false }
+            yield* state.define(key, policies, "reminder")
+            yield* state.setPolicies(key, policies)
+          }
           return yield* getInfo(reference)
         })
       ),
@@ -190,6 +247,17 @@ export const make = (deps: {
         Effect.zipRight(find(reference), state.history(ReminderSql.stateKeyOf(reference)))
       ),
     backfill: (reference) =>
-      ScheduleState.stored("backfill")(reference, Effect.zipRight(find(reference), refused("backfill")))
+      ScheduleState.stored("backfill")(
+        reference,
+        Effect.zipRight(
+          find(reference),
+          Effect.fail(
+            new InvalidSchedulePolicy({
+              policy: "backfill",
+              reason: "a reminder has no backfill: trigger it once for each occurrence to make up"
+            })
+          )
+        )
+      )
   }
 }

@@ -1,7 +1,8 @@
-// Type-checked in the consumer (nodenext, strict, no skipLibCheck, no @types/node): all three entry points.
+// Type-checked in the consumer (nodenext, strict, no skipLibCheck, no @types/node): all four entry points.
 import { Effect, Layer, Schema } from "effect"
 import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
+import { TestCluster } from "tickwork/cluster/testkit"
 import { TestProbe } from "tickwork/testkit"
 
 const Wake = Schema.TaggedStruct("Wake", {})
@@ -18,3 +19,8 @@ export const register: Effect.Effect<Reminders.ReminderInfo, Reminders.RegisterE
   Reminders.registerFor(AlarmGrain, "alarm-1", "wake", { _tag: "Wake" }, Reminders.after("1 minute"))
 
 export const probe: Effect.Effect<TestProbe.TestProbe<string>> = TestProbe.make<string>()
+
+export const fired: Effect.Effect<string, unknown> = TestCluster.fireReminder(AlarmGrain, "alarm-1", "wake").pipe(
+  Effect.map((delivered) => delivered.message._tag),
+  Effect.provide(TestCluster.layer({ kinds: [AlarmGrain] }))
+)

@@ -120,3 +120,10 @@ for (const name of ["@effect/cluster", "@effect/sql", "@effect/sql-sqlite-node",
 }
 assert.match(cluster.message, /npm install @effect\/cluster@\^/)
 console.log(`tickwork/cluster without its peers: ${cluster.message.split(".")[0]}`)
+
+// So does the cluster's testkit, which needs the same peers.
+const clusterTestkit = await import("tickwork/cluster/testkit").then(
+  () => assert.fail("tickwork/cluster/testkit imported without its peer packages"),
+  (error) => error
+)
+assert.match(clusterTestkit.message, /@effect\/cluster[,.@]/)
