@@ -16,7 +16,8 @@ export default defineConfig({
     ]
   },
   test: {
-    include: ["test/**/*.test.ts"],
+    // the runnable examples of docs/ run with the tests, so that none can rot
+    include: ["test/**/*.test.ts", "docs/examples/*.test-example.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000
   }

@@ -30,7 +30,7 @@ export type TimerKind =
  * Why a tick was dropped (`reason`): the owner's bounded mailbox was full, the timer was cancelled or replaced (or
  * belonged to a dead incarnation) while the tick waited in the mailbox, the owner had stopped, or (`missed`) an entity
  * periodic timer's invocation came due while the previous one was still queued or running, or while the process was
- * paused.
+ * paused, or a Spot timer's overrun policy dropped the tick (the delivered tick's `skippedTicks`).
  *
  * @since 0.1.0
  * @category models

@@ -1,11 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, TestClock } from "effect"
 import { ActorRef, ActorSystem, EventStream } from "tickwork"
-import { TestProbe } from "tickwork/testkit"
+import { TestProbe, TestSystem } from "tickwork/testkit"
 import * as Entity from "../src/Entity.js"
 import { captureLogs } from "./utils.js"
 
-const SystemLive = ActorSystem.layer({ name: "entities" })
+const SystemLive = TestSystem.layer({ name: "entities" })
 
 interface Model {
   readonly incarnation: number
@@ -15,7 +15,6 @@ interface Model {
 
 type Cmd =
   | { readonly _tag: "AddGold"; readonly amount: number }
-  | { readonly _tag: "Get"; readonly replyTo: ActorRef.ActorRef<Model> }
   | { readonly _tag: "SlowAdd"; readonly amount: number; readonly millis: number }
   | { readonly _tag: "SleepNow" }
   | { readonly _tag: "SendSelf"; readonly amount: number }
@@ -36,7 +35,6 @@ const makePlayer = (probe: TestProbe.TestProbe<string>, options: { readonly peri
       }),
     commands: {
       AddGold: (cmd, model) => Effect.succeed({ ...model, gold: model.gold + cmd.amount }),
-      Get: (cmd, model) => Effect.as(cmd.replyTo.tell(model), model),
       SlowAdd: (cmd, model) =>
         Effect.as(Effect.sleep(cmd.millis), { ...model, gold: model.gold + cmd.amount, log: [...model.log, "slow"] }),
       SleepNow: (_cmd, model, ctx) => Effect.as(ctx.sleep, model),
@@ -50,8 +48,9 @@ const makePlayer = (probe: TestProbe.TestProbe<string>, options: { readonly peri
   })
 }
 
+/** The model of entity `id`, read in its mailbox order (it is woken if it sleeps). */
 const getModel = (registry: Entity.EntityRegistry<Cmd>, id: string) =>
-  ActorRef.ask(registry.ref(id), (replyTo: ActorRef.ActorRef<Model>) => ({ _tag: "Get", replyTo }) as const)
+  TestSystem.inside(TestSystem.entity<Model, Cmd>(registry, id), (_ctx, model) => Effect.succeed(model))
 
 describe("Entity registry", () => {
   it.effect("routing a message wakes the entity on demand; initialize runs once; commands run in order", () =>
@@ -166,7 +165,7 @@ describe("Entity registry", () => {
       const probe = yield* TestProbe.make<string>()
       const players = yield* Entity.makeRegistry(makePlayer(probe))
       yield* players.tell("p1", { _tag: "SendSelf", amount: 4 })
-      // the self-sent command is queued behind the Get that was already routed
+      // the self-sent command is queued behind the read that was already routed
       assert.strictEqual((yield* getModel(players, "p1")).gold, 0)
       assert.strictEqual((yield* getModel(players, "p1")).gold, 4)
     }).pipe(Effect.scoped, Effect.provide(SystemLive))
@@ -195,7 +194,7 @@ describe("Entity registry", () => {
       yield* TestClock.adjust(0)
       assert.isFalse(yield* players.isAwake("p1"))
       assert.strictEqual((yield* getModel(players, "p1")).incarnation, 2)
-    }).pipe(Effect.scoped, Effect.provide(ActorSystem.layer({ name: "stopping", guardian: "stop" })))
+    }).pipe(Effect.scoped, Effect.provide(TestSystem.layer({ name: "stopping", system: { guardian: "stop" } })))
   )
 
   it.effect("closing the registry's scope stops every entity (onShutdown runs); the system is left empty", () =>
@@ -315,7 +314,7 @@ describe("Entity registry", () => {
       }).pipe(Effect.scoped)
       const both = yield* Effect.all([
         Effect.provide(run, SystemLive),
-        Effect.provide(run, Layer.fresh(ActorSystem.layer({ name: "other" })))
+        Effect.provide(run, Layer.fresh(TestSystem.layer({ name: "other" })))
       ])
       assert.deepStrictEqual(both, [1, 1])
     })
@@ -444,9 +443,7 @@ describe("bad input", () => {
         letters.map((r) => r.message.message),
         [{ _tag: "Nope" }, { _tag: "AddGold", amount: 1 }]
       )
-      const asked = yield* Effect.flip(
-        ActorRef.ask(registry.ref(""), (replyTo: ActorRef.ActorRef<Model>) => ({ _tag: "Get", replyTo }) as const)
-      )
+      const asked = yield* Effect.flip(ActorRef.ask(registry.ref(""), () => ({ _tag: "AddGold", amount: 1 }) as const))
       assert.strictEqual(asked._tag, "AskUndeliverable")
       assert.isFalse(yield* registry.isAwake("p1"), "nothing woke")
     }).pipe(Effect.scoped, Effect.provide(SystemLive))

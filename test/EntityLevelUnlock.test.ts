@@ -8,8 +8,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Random, TestClock } from "effect"
-import { ActorRef, ActorSystem } from "tickwork"
-import { TestProbe } from "tickwork/testkit"
+import { TestProbe, TestSystem } from "tickwork/testkit"
 import * as Deadline from "../src/Deadline.js"
 import * as Entity from "../src/Entity.js"
 import * as EntityTimers from "../src/EntityTimers.js"
@@ -31,7 +30,6 @@ interface PlayerModel {
 type PlayerCommand =
   | { readonly _tag: "UnlockLevel"; readonly level: number; readonly source: string }
   | { readonly _tag: "SetNextLevelAt"; readonly at: Deadline.Deadline }
-  | { readonly _tag: "Get"; readonly replyTo: ActorRef.ActorRef<PlayerModel> }
 
 type PlayerContext = Entity.EntityContext<PlayerModel, PlayerCommand>
 
@@ -62,8 +60,7 @@ const makePlayer = (probe: TestProbe.TestProbe<string>) => {
         })
       },
       // An admin edit: only the poll notices it; the one-shot armed for the old deadline does not.
-      SetNextLevelAt: (cmd, player) => Effect.succeed({ ...player, nextLevelAvailableAt: cmd.at }),
-      Get: (cmd, player) => Effect.as(cmd.replyTo.tell(player), player)
+      SetNextLevelAt: (cmd, player) => Effect.succeed({ ...player, nextLevelAvailableAt: cmd.at })
     },
     timers: [
       EntityTimers.pollDeadline<PlayerModel, PlayerCommand>({
@@ -76,10 +73,20 @@ const makePlayer = (probe: TestProbe.TestProbe<string>) => {
   })
 }
 
-const Live = Layer.merge(ActorSystem.layer({ name: "level-unlock" }), GameClock.layer)
+/** A test system whose `Random` (the randomized polls) is seeded with `seed`, or is `random`, and a game clock. */
+const live = (random: string | Random.Random) =>
+  Layer.merge(
+    TestSystem.layer(
+      typeof random === "string" ? { name: "level-unlock", seed: random } : { name: "level-unlock", random }
+    ),
+    GameClock.layer
+  )
 
+/** Player `id`'s model, read in its mailbox order. */
 const getPlayer = (players: Entity.EntityRegistry<PlayerCommand>, id: string) =>
-  ActorRef.ask(players.ref(id), (replyTo: ActorRef.ActorRef<PlayerModel>) => ({ _tag: "Get", replyTo }) as const)
+  TestSystem.inside(TestSystem.entity<PlayerModel, PlayerCommand>(players, id), (_ctx, player) =>
+    Effect.succeed(player)
+  )
 
 const unlocks = (probe: TestProbe.TestProbe<string>) =>
   Effect.map(probe.receiveAll, (all) => all.map((r) => `${r.message} @${r.at / 1000}s`))
@@ -97,7 +104,7 @@ describe("level unlock (spec example)", () => {
       const alice = yield* getPlayer(players, "alice")
       assert.deepStrictEqual(alice.unlocked, [1, 2])
       assert.isTrue(Deadline.isDue(unlockTime(2), yield* GameClock.currentTimeMillis))
-    }).pipe(Effect.scoped, Effect.provide(Live), Effect.withRandom(Random.make("offline")))
+    }).pipe(Effect.scoped, Effect.provide(live("offline")))
   )
 
   it.effect("an online player gets the level on time from the one-shot; the poll covers the next one", () =>
@@ -119,7 +126,7 @@ describe("level unlock (spec example)", () => {
       assert.strictEqual(second[0]!.message, "bob unlocked level 3 (poll)")
       assert.isAtLeast(second[0]!.at, 20 * MINUTE)
       assert.isBelow(second[0]!.at, 21 * MINUTE)
-    }).pipe(Effect.scoped, Effect.provide(Live), Effect.withRandom(Random.make("online")))
+    }).pipe(Effect.scoped, Effect.provide(live("online")))
   )
 
   it.effect("the poll and the one-shot race on the same deadline: the unlock happens once", () =>
@@ -141,7 +148,7 @@ describe("level unlock (spec example)", () => {
       const after = yield* getPlayer(players, "carol")
       assert.deepStrictEqual(after.unlocked, [1, 2], "a lagging duplicate unlock changes nothing")
       assert.strictEqual(after.alreadyUnlocked, carol.alreadyUnlocked + 2)
-    }).pipe(Effect.scoped, Effect.provide(Live), Effect.withRandom(Random.fixed([0.5])))
+    }).pipe(Effect.scoped, Effect.provide(live(Random.fixed([0.5]))))
   )
 
   it.effect("a time skip past the deadline fires the one-shot at once", () =>
@@ -153,7 +160,7 @@ describe("level unlock (spec example)", () => {
       yield* GameClock.skip("10 minutes")
       yield* TestClock.adjust(0)
       assert.deepStrictEqual(yield* unlocks(probe), ["dave unlocked level 2 (session) @3s"])
-    }).pipe(Effect.scoped, Effect.provide(Live), Effect.withRandom(Random.fixed([0.99])))
+    }).pipe(Effect.scoped, Effect.provide(live(Random.fixed([0.99]))))
   )
 
   it.effect("the poll stays correct when an admin moves the deadline (the one-shot does not know)", () =>
@@ -170,7 +177,7 @@ describe("level unlock (spec example)", () => {
         ["erin unlocked level 2 (poll)"]
       )
       assert.isBelow(got[0]!.at, 30_000 + 90_000, "within the poll's first run (at most 1.5 intervals)")
-    }).pipe(Effect.scoped, Effect.provide(Live), Effect.withRandom(Random.make("admin")))
+    }).pipe(Effect.scoped, Effect.provide(live("admin")))
   )
 
   it.effect("many players sharing the deadline: the poll spreads the unlocks of offline-then-online players", () =>
@@ -188,6 +195,6 @@ describe("level unlock (spec example)", () => {
       const at = (yield* probe.receiveAll).map((r) => r.at)
       assert.strictEqual(at.length, 30, "every player unlocked once")
       assert.isAtLeast(new Set(at).size, 25, "spread over the interval, not one spike")
-    }).pipe(Effect.scoped, Effect.provide(Live), Effect.withRandom(Random.make("spread")))
+    }).pipe(Effect.scoped, Effect.provide(live("spread")))
   )
 })

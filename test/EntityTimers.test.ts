@@ -275,12 +275,11 @@ describe("programmatic periodic timers", () => {
     Effect.gen(function* () {
       const probe = yield* TestProbe.make<string>()
       const registry = yield* Entity.makeRegistry(makeKind(probe))
-      const delivered = Metric.value(Metrics.ticksDelivered("entity_timer"))
-      const before = (yield* delivered).count
       const handle = yield* inEntity(registry, "e", (ctx) => ctx.startPeriodicTimer(0, 100, tick("t")))
       yield* TestClock.adjust("250 millis")
       assert.deepStrictEqual(yield* arrivals(probe), ["e:t@0", "e:t@100", "e:t@200"])
-      assert.strictEqual((yield* delivered).count - before, 3, "counted as entity_timer ticks")
+      const counts = yield* TestSystem.counts(TestSystem.entity(registry, "e"))
+      assert.strictEqual(counts.delivered, 3, "counted as the entity's ticks")
       assert.isTrue(yield* handle.cancel)
       assert.isFalse(yield* handle.cancel)
       assert.isTrue(yield* handle.isCancelled)
@@ -542,9 +541,11 @@ describe("drops are always reported", () => {
       const before = yield* missedCount
       const { counted, warnings } = yield* reported((logs) =>
         Effect.gen(function* () {
-          yield* slowEntity
+          const { registry } = yield* slowEntity
           yield* TestClock.adjust("399 millis")
           assert.strictEqual((yield* missedCount) - before, 2, "200 and 300, counted as they were dropped")
+          const counts = yield* TestSystem.counts(TestSystem.entity(registry, "e"), "slow")
+          assert.deepStrictEqual([counts.delivered, counts.dropped.missed], [1, 2], "and in the system's counts")
           assert.deepStrictEqual(warningsIn(logs), [], "not reported yet: no run since")
           yield* TestClock.adjust("1 millis")
         })

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Context, Duration, Effect, Exit, Layer, Metric, TestClock } from "effect"
-import { ActorSystem, Metrics } from "tickwork"
+import { Cause, Context, Duration, Effect, Exit, Layer, TestClock } from "effect"
+import { ActorSystem } from "tickwork"
+import { TestSystem } from "tickwork/testkit"
 import { planOnGrid } from "../src/internal/spotTimer.js"
 import * as OverrunPolicy from "../src/OverrunPolicy.js"
 import * as Spot from "../src/Spot.js"
@@ -9,7 +10,7 @@ import * as Tick from "../src/Tick.js"
 import * as Workers from "../src/Workers.js"
 import { captureLogs, makeStallClock } from "./utils.js"
 
-const SystemLive = ActorSystem.layer({ name: "spots" })
+const SystemLive = TestSystem.layer({ name: "spots" })
 
 /** The fields of a tick as numbers, in the order of the spec's table. */
 interface Row {
@@ -325,7 +326,7 @@ describe("Spot timers", () => {
   // deliveryIndex = ticks dropped so far, delay = start - scheduled.
   it.effect("SkipLateTicks (default): one tick for the latest due time, the ones that went by are skipped", () =>
     Effect.gen(function* () {
-      const { ticks } = yield* timerSpot({ handlerMillis: 250 })
+      const { spot, ticks } = yield* timerSpot({ handlerMillis: 250 })
       yield* TestClock.adjust("1 second")
       assert.deepStrictEqual(
         ticks.map(row),
@@ -336,6 +337,10 @@ describe("Spot timers", () => {
           [8, 4, 800, 850, 50, 1] // 700 went by
         )
       )
+      // the ticks that went by are counted as dropped ("missed"), per Spot and timer
+      const counts = yield* TestSystem.counts(spot, "t")
+      assert.strictEqual(counts.delivered, 4)
+      assert.deepStrictEqual(counts.dropped, { stale: 0, mailbox_full: 0, owner_stopped: 0, missed: 4 })
     }).pipe(Effect.provide(SystemLive))
   )
 
@@ -556,15 +561,13 @@ describe("Spot timers", () => {
 
   it.effect("cancelling a timer drops its queued tick", () =>
     Effect.gen(function* () {
-      const stale = Metric.value(Metrics.ticksDropped("stale"))
-      const before = (yield* stale).count
       const { spot, ticks } = yield* timerSpot({ handlerMillis: 0 })
       // an item holds the turn from 50 to 150; the tick of 100 waits behind it, and the item cancels the timer
       yield* TestClock.adjust("50 millis")
       yield* spot.submit((ctx) => Effect.zipRight(Effect.sleep("100 millis"), ctx.timers.cancel("t")))
       yield* TestClock.adjust("1 second")
       assert.deepStrictEqual(ticks, [])
-      assert.strictEqual((yield* stale).count - before, 1)
+      assert.strictEqual((yield* TestSystem.counts(spot, "t")).stale, 1)
     }).pipe(Effect.provide(SystemLive))
   )
 
@@ -594,8 +597,6 @@ describe("stopping a Spot", () => {
   it.effect("cancels its timers, drops queued ticks, fails queued work, interrupts yielded work, runs onStop", () =>
     Effect.gen(function* () {
       const system = yield* ActorSystem.ActorSystem
-      const ownerStopped = Metric.value(Metrics.ticksDropped("owner_stopped"))
-      const before = (yield* ownerStopped).count
       let finalState: number | undefined
       let interrupted = false
       const ticks: Array<number> = []
@@ -649,7 +650,8 @@ describe("stopping a Spot", () => {
       assert.isTrue(interrupted, "the yielded job and its worker call were interrupted")
       assert.strictEqual(finalState, 1, "b ran at 30 only: its 60 tick and a's 100 tick were dropped")
       assert.deepStrictEqual(ticks, [])
-      assert.strictEqual((yield* ownerStopped).count - before, 2)
+      assert.strictEqual((yield* TestSystem.counts(spot, "a")).dropped.owner_stopped, 1)
+      assert.strictEqual((yield* TestSystem.counts(spot, "b")).dropped.owner_stopped, 1)
       const stats = yield* system.stats
       assert.strictEqual(stats.engineEntries, 0)
       assert.strictEqual(stats.timers, 0)

@@ -56,7 +56,12 @@ describe("with TestSystem", () => {
       const heartbeat = yield* ActorSystem.spawn(Heartbeat, "heartbeat")
       yield* TestSystem.expectNoTimers(heartbeat)
       yield* heartbeat.tell({ _tag: "Start", listener: probe.ref })
-      yield* TestSystem.expectTimer(heartbeat, "beat", { mode: "fixed-rate", dueIn: 1000, intervalMillis: 1000 })
+      yield* TestSystem.expectTimer(heartbeat, "beat", {
+        message: { _tag: "Beat" },
+        mode: "fixed-rate",
+        dueIn: 1000,
+        intervalMillis: 1000
+      })
       // Akka's expectMessageType, with a Schema; the probe moves the clock up to 2 s for it
       const beat = yield* probe.expectMessageType(Beat, "2 seconds")
       assert.strictEqual(beat.n, 1)
@@ -77,9 +82,8 @@ describe("with TestSystem", () => {
 
       const players = yield* TestSystem.entities(Player)
       yield* players.tell("p-1", { _tag: "Hit" })
-      const hp = yield* TestSystem.inside(TestSystem.entity<{ readonly hp: number }>(players, "p-1"), (_ctx, model) =>
-        Effect.succeed(model.hp)
-      )
+      // an entity by its kind, as a grain: `model` is typed by Player's model
+      const hp = yield* TestSystem.inside(TestSystem.entity(Player, "p-1"), (_ctx, model) => Effect.succeed(model.hp))
       assert.strictEqual(hp, 9)
 
       const lobby = yield* Spot.spawn({ initialState: ["ann"] }, "lobby")
@@ -98,6 +102,56 @@ describe("with TestSystem", () => {
       yield* probe.expectMessageEquals("nightly")
       assert.strictEqual((yield* TestSystem.counts()).delivered, 1)
       yield* TestTimers.expectNoMessageFor("1 minute", probe) // ManualTime's expectNoMessageFor
+    }).pipe(Effect.provide(TestLive))
+  )
+
+  it.effect("TimerCancelled, inside an actor, counts per owner and key, the timeline in a passing test", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<Event>()
+      const heartbeat = yield* ActorSystem.spawn(Heartbeat, "heartbeat")
+      yield* heartbeat.tell({ _tag: "Start", listener: probe.ref })
+      // what BehaviorTestKit's run gives: the actor's own context, in its mailbox order (after Start)
+      assert.deepStrictEqual(yield* TestSystem.inside(heartbeat, (ctx) => ctx.timers.activeKeys), ["beat"])
+      yield* TestTimers.timePasses("3 seconds") // ManualTime's timePasses
+      // TimerCancelled: it stopped after three beats, and its timer went with it
+      yield* TestSystem.expectNoTimer(heartbeat, "beat")
+      const beats = yield* TestSystem.counts(heartbeat, "beat")
+      assert.deepStrictEqual([beats.delivered, beats.stale], [3, 0])
+      // the timeline a failing test prints beside its error, read in a passing one
+      const cancels = (yield* TestSystem.timeline()).filter((line) => line.event === "cancelled" && line.key === "beat")
+      assert.deepStrictEqual(
+        cancels.map((line) => [line.at, line.owner]),
+        [[3000, "/user/heartbeat"]]
+      )
+    }).pipe(Effect.provide(TestLive))
+  )
+
+  it.effect("more of Akka's TestProbe: ignoreMessages, expectMessageAllOf, within, receiveWhile, awaitAssert", () =>
+    Effect.gen(function* () {
+      const system = yield* ActorSystem.ActorSystem
+      const probe = yield* TestProbe.make<string>()
+      // Akka's ignoreMsg: the noise every 100 ms is dropped as it arrives
+      yield* probe.ignoreMessages((message) => message === "noise")
+      yield* system.scheduler.scheduleAtFixedRate("100 millis", "100 millis", probe.ref, "noise")
+      yield* system.scheduler.scheduleOnce("1 second", probe.ref, "b")
+      yield* system.scheduler.scheduleOnce("1 second", probe.ref, "a")
+      // both, in any order; within(min, max): the expectation moved the clock exactly 1 s (it stops once met)
+      yield* TestProbe.within("1 second", "1 second", probe.expectMessageAllOf(["a", "b"], "3 seconds"))
+      // receiveWhile: the x's, up to the first other message, which stays unread
+      yield* system.scheduler.scheduleOnce("100 millis", probe.ref, "x1")
+      yield* system.scheduler.scheduleOnce("200 millis", probe.ref, "x2")
+      yield* system.scheduler.scheduleOnce("300 millis", probe.ref, "end")
+      const xs = yield* probe.receiveWhile((message) => message.startsWith("x"), { within: "1 second" })
+      assert.deepStrictEqual(xs, ["x1", "x2"])
+      assert.strictEqual(yield* probe.receiveMessage(), "end")
+      // awaitAssert: tried again, the clock moving to the next timer between tries, until it holds
+      const flushed: Array<number> = []
+      yield* system.scheduler.scheduleOnceFunction("2 seconds", TestTimers.now.pipe(Effect.map((t) => flushed.push(t))))
+      yield* TestProbe.awaitAssert(
+        Effect.sync(() => assert.strictEqual(flushed.length, 1)),
+        "5 seconds"
+      )
+      yield* probe.ignoreNoMessages
     }).pipe(Effect.provide(TestLive))
   )
 

@@ -729,14 +729,17 @@ export const layer = (
           const misfire = manual
             ? undefined
             : decideMisfire(row, delivery.due, arrived, stored?.policies ?? { ...DEFAULTS, retry: false })
+          // What storage records of this occurrence, written at the end in one transaction (one commit).
+          const writes: Array<Effect.Effect<unknown, SqlError>> = []
+          let pausedNow = false
           const passed = (outcome: "skipped" | "missed", detail: string) =>
-            retried(state.record(stateKey, runId, notRun(delivery.due, trigger, outcome, detail), keep))
+            writes.push(state.record(stateKey, runId, notRun(delivery.due, trigger, outcome, detail), keep))
           if (stored?.pause !== undefined && !manual) {
             // Paused: the occurrence passes without reaching the grain; the grid goes on, so resume needs only the flag.
-            yield* passed("skipped", `paused: ${stored.pause.note}`)
+            passed("skipped", `paused: ${stored.pause.note}`)
           } else if (misfire !== undefined && misfire.missed > 0 && !misfire.deliver) {
             scheduleEvents("missed").unsafeUpdate(misfire.missed, [])
-            yield* passed("missed", `${misfire.missed} occurrence(s) missed (misfire: ${misfire.policy})`)
+            passed("missed", `${misfire.missed} occurrence(s) missed (misfire: ${misfire.policy})`)
           } else {
             const start = yield* Clock.currentTimeMillis
             const decoded = Schema.decodeUnknownEither(kind.message)(JSON.parse(row.message))
@@ -774,7 +777,7 @@ export const layer = (
               }
             }
             const end = yield* Clock.currentTimeMillis
-            yield* retried(
+            writes.push(
               state.record(
                 stateKey,
                 runId,
@@ -793,39 +796,44 @@ export const layer = (
             )
             // Failures in a row, and the pause at the limit (an operator's stored limit before the code's).
             if (failure === undefined) {
-              if ((stored?.failuresInRow ?? 0) > 0) yield* retried(state.succeeded(stateKey))
+              if ((stored?.failuresInRow ?? 0) > 0) writes.push(state.succeeded(stateKey))
             } else {
-              if (stored === undefined)
-                yield* retried(state.define(stateKey, { ...DEFAULTS, retry: false }, "reminder"))
-              const failures = yield* retried(state.failed(stateKey))
-              const limit = stored?.policies.pauseAfterFailures ?? policies.pauseAfterFailures
-              if (limit !== undefined && failures >= limit && stored?.pause === undefined) {
-                scheduleEvents("paused_on_failure").unsafeUpdate(1, [])
-                yield* retried(
-                  state.pause(
-                    stateKey,
-                    `paused after ${failures} failed occurrences in a row; the last: ${failure}`,
-                    "tickwork",
-                    end
-                  )
-                )
-              }
+              const failed = failure
+              writes.push(
+                Effect.gen(function* () {
+                  if (stored === undefined) yield* state.define(stateKey, { ...DEFAULTS, retry: false }, "reminder")
+                  const failures = yield* state.failed(stateKey)
+                  const limit = stored?.policies.pauseAfterFailures ?? policies.pauseAfterFailures
+                  pausedNow = limit !== undefined && failures >= limit && stored?.pause === undefined
+                  if (pausedNow) {
+                    yield* state.pause(
+                      stateKey,
+                      `paused after ${failures} failed occurrences in a row; the last: ${failed}`,
+                      "tickwork",
+                      end
+                    )
+                  }
+                })
+              )
             }
           }
-          if (manual) return
-          const now = yield* Clock.currentTimeMillis
-          const next = misfire?.next ?? nextOccurrence(row, delivery.due, now)
-          if (next === undefined) {
-            yield* retried(table.remove(kind.name, key, row.name, row.generation))
-            return
+          if (!manual) {
+            const now = yield* Clock.currentTimeMillis
+            const next = misfire?.next ?? nextOccurrence(row, delivery.due, now)
+            if (next === undefined) {
+              writes.push(table.remove(kind.name, key, row.name, row.generation))
+            } else {
+              // The next occurrence is persisted before the row moves on: a crash in between redelivers this one.
+              yield* sendOccurrence(
+                kind,
+                key,
+                new ReminderDelivery({ name: row.name, generation: row.generation, due: next })
+              )
+              writes.push(table.advance(kind.name, key, row.name, row.generation, next))
+            }
           }
-          // The next occurrence is persisted before the row moves on: a crash in between redelivers this one.
-          yield* sendOccurrence(
-            kind,
-            key,
-            new ReminderDelivery({ name: row.name, generation: row.generation, due: next })
-          )
-          yield* retried(table.advance(kind.name, key, row.name, row.generation, next))
+          yield* retried(sql.withTransaction(Effect.all(writes, { discard: true })))
+          if (pausedNow) scheduleEvents("paused_on_failure").unsafeUpdate(1, [])
         }).pipe(
           withSharding,
           Effect.catchAllCause((cause) =>

@@ -197,6 +197,10 @@ export class Activation extends TimerBook<string, GrainTimer> implements TimerOw
     super()
   }
 
+  get path(): string | undefined {
+    return this.cell?.path
+  }
+
   get name(): string {
     return `${this.identity.kind}/${this.identity.key}`
   }

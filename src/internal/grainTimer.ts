@@ -7,7 +7,7 @@ import type { TimerInfo } from "../GrainTimers.js"
 import * as QuartzCron from "../QuartzCron.js"
 import type * as Timers from "../Timers.js"
 import { FLAG_FREE, MailboxTick } from "./tick.js"
-import type { TimerDriver } from "./timerDriver.js"
+import type { TimerDriver, TimerLabel } from "./timerDriver.js"
 
 /** What a grain timer needs from its activation. */
 export interface TimerOwner {
@@ -19,6 +19,8 @@ export interface TimerOwner {
   forget(timer: GrainTimer): void
   /** A keep-alive tick counts as activity. */
   touch(): void
+  /** The activation's actor path, once it has one: what the timeline and the testkit's counts name the grain by. */
+  readonly path: string | undefined
 }
 
 export type Trigger =
@@ -44,6 +46,10 @@ export class GrainTimer extends MailboxTick {
     super()
     if (keepAlive) this.flags |= KEEP_ALIVE
     this.registeredOffset = owner.driver.toOffset(registeredAt)
+  }
+
+  override label(): TimerLabel {
+    return { kind: this.kind, key: this.reference, owner: this.owner.path }
   }
 
   /** `registeredAt` as a small integer rather than epoch millis, which V8 would box (16 B per timer). */

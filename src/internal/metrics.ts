@@ -37,7 +37,7 @@ export const recordLateness = (millis: number): void => {
   if (latenessCount === LATENESS_BUFFER) flushLateness()
 }
 
-export const recordDropped = (reason: DropReason): void => ticksDropped(reason).unsafeUpdate(1, NO_TAGS)
+export const recordDropped = (reason: DropReason, count = 1): void => ticksDropped(reason).unsafeUpdate(count, NO_TAGS)
 
 /**
  * The lateness histogram's hook in Effect's registry (`Metric.globalMetricRegistry`), the one `tickLateness` updates:

@@ -323,6 +323,7 @@ export class SpotRuntime<S> implements SpotTimerHost, TimerTable {
     return Effect.suspend(() => {
       if (!timer.active || this.stopped) return Effect.void
       const tick = timer.begin(this.driver.now())
+      if (tick.skippedTicks > 0) this.noteSkipped(timer, tick.skippedTicks)
       return this.start(
         new Job(
           this,
@@ -340,6 +341,13 @@ export class SpotRuntime<S> implements SpotTimerHost, TimerTable {
         )
       )
     })
+  }
+
+  /** Ticks the overrun policy dropped before this one: counted as `missed`, as an entity's missed invocations. */
+  private noteSkipped(timer: SpotTimer, skipped: number): void {
+    recordDropped("missed", skipped)
+    const timeline = this.cell.host.timeline
+    if (timeline !== undefined) for (let i = 0; i < skipped; i++) timeline.dropped(timer, "missed")
   }
 
   private startTimer<R>(
@@ -522,6 +530,7 @@ export class SpotRuntime<S> implements SpotTimerHost, TimerTable {
           if (entry instanceof MailboxTick) {
             entry.queued--
             recordDropped("owner_stopped")
+            this.cell.host.timeline?.dropped(entry, "owner_stopped")
           }
         }
         for (const job of this.queued) job.abandon()

@@ -11,11 +11,13 @@ import type * as Effect from "effect/Effect"
 import type { OverrunPolicy } from "../OverrunPolicy.js"
 import * as Tick from "../Tick.js"
 import { MailboxTick } from "./tick.js"
-import type { TimerDriver } from "./timerDriver.js"
+import type { TimerDriver, TimerLabel } from "./timerDriver.js"
 
 /** What a timer needs from its Spot. */
 export interface SpotTimerHost {
   readonly driver: TimerDriver
+  /** The Spot's actor path: what the timeline and the testkit's counts name it by. */
+  readonly path: string
   readonly stopped: boolean
   offerTick(timer: SpotTimer, due: number, now: number): Effect.Effect<void> | undefined
   /** The effect that runs the handler on the Spot's queue, computing the tick when it starts. */
@@ -72,6 +74,10 @@ export class SpotTimer extends MailboxTick {
     super()
     this.limit = policy._tag === "CatchUpBounded" ? policy.limit : 0
     this.arm(startTime + period)
+  }
+
+  override label(): TimerLabel {
+    return { kind: this.kind, key: this.name, owner: this.host.path }
   }
 
   private arm(due: number): void {

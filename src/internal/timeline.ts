@@ -26,7 +26,10 @@ export interface TimerCounts {
   stale: number
   mailbox_full: number
   owner_stopped: number
-  /** Entity periodic timers: invocations dropped because the previous one was still queued or running. */
+  /**
+   * Entity periodic timers: invocations dropped because the previous one was still queued or running; Spot timers:
+   * ticks their overrun policy dropped.
+   */
   missed: number
 }
 

@@ -16,6 +16,7 @@ import * as Equal from "effect/Equal"
 import type * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
+import * as Utils from "effect/Utils"
 import type { ActorRef } from "../ActorRef.js"
 import { CellRef } from "../internal/actorCell.js"
 import { FunctionRef } from "../internal/refs.js"
@@ -56,7 +57,10 @@ export interface TestProbe<A> {
   readonly expectMessage: Effect.Effect<A>
   /** Like `expectMessage`, with the sender and arrival time. */
   readonly expectReceived: Effect.Effect<Received<A>>
-  /** Asserts that the oldest unread message equals `expected` (`Equal.equals`, structural for Data values). */
+  /**
+   * Asserts that the oldest unread message equals `expected`, by content: plain objects and arrays field by field (as
+   * Akka compares case classes), values that implement `Equal` (`Data`, `HashSet`, ...) by their own equality.
+   */
   readonly expectMessageEquals: (expected: A, within?: Duration.DurationInput) => Effect.Effect<A>
   /**
    * Akka's `receiveMessage(max)`: the oldest unread message, moving the clock up to `within` for one to arrive.
@@ -77,8 +81,8 @@ export interface TestProbe<A> {
     within?: Duration.DurationInput
   ) => Effect.Effect<A>
   /**
-   * Akka's `expectMsgAllOf`: the next `expected.length` messages equal `expected`, in any order. Returns them in the
-   * order they arrived.
+   * Akka's `expectMsgAllOf`: the next `expected.length` messages equal `expected` (by content, as in
+   * `expectMessageEquals`), in any order. Returns them in the order they arrived.
    */
   readonly expectMessageAllOf: (
     expected: ReadonlyArray<A>,
@@ -119,6 +123,9 @@ export interface TestProbe<A> {
 }
 
 const fail = (message: string): Effect.Effect<never> => Effect.die(new Error(`TestProbe: ${message}`))
+
+/** Equality of two messages by content: `Equal.equals` with plain objects and arrays compared structurally. */
+const sameMessage = (a: unknown, b: unknown): boolean => Utils.structuralRegion(() => Equal.equals(a, b))
 
 const describe = (u: unknown): string => {
   try {
@@ -255,7 +262,7 @@ export const make = <A>(name = "probe"): Effect.Effect<TestProbe<A>> =>
       expectMessage,
       expectReceived,
       expectMessageEquals: (expected, within) =>
-        expectMessageThat((message) => Equal.equals(message, expected), describe(expected), within),
+        expectMessageThat((message) => sameMessage(message, expected), describe(expected), within),
       receiveMessage: (within) => Effect.map(next(within, "a message"), (r) => r.message),
       expectMessageType: <B extends A>(
         type: Predicate.Refinement<A, B> | Schema.Schema<B, any, never>,
@@ -292,7 +299,7 @@ export const make = <A>(name = "probe"): Effect.Effect<TestProbe<A>> =>
                 const missing = [...expected]
                 const unexpected: Array<A> = []
                 for (const message of taken) {
-                  const i = missing.findIndex((e) => Equal.equals(e, message))
+                  const i = missing.findIndex((e) => sameMessage(e, message))
                   if (i >= 0) missing.splice(i, 1)
                   else unexpected.push(message)
                 }

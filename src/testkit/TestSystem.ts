@@ -17,12 +17,16 @@
  */
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Equal from "effect/Equal"
 import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Random from "effect/Random"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
+import * as Utils from "effect/Utils"
 import type { ActorContext } from "../Actor.js"
 import type { ActorRef } from "../ActorRef.js"
 import * as ActorSystem from "../ActorSystem.js"
@@ -59,6 +63,8 @@ export interface TestSystemService {
   readonly printLines: number
   /** The system's scope: entity registries started by `entities` live in it. */
   readonly scope: Scope.Scope
+  /** The registry `entities(kind)` started for each entity kind, once per system. */
+  readonly registries: Map<Entity.Entity<any, any, any, any>, Deferred.Deferred<Entity.EntityRegistry<any>, unknown>>
 }
 
 /**
@@ -164,7 +170,14 @@ const make = (
     const timeline = impl.recordTimeline(capacity)
     const startedAt = impl.driver.now()
     const scope = yield* Scope.Scope
-    const service: TestSystemService = { system, grains: yield* Grains.Grains, startedAt, printLines, scope }
+    const service: TestSystemService = {
+      system,
+      grains: yield* Grains.Grains,
+      startedAt,
+      printLines,
+      scope,
+      registries: new Map()
+    }
     yield* Effect.addFinalizer((exit) =>
       Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause) && printLines > 0
         ? Effect.sync(() => attachTimeline(exit.cause, timeline, startedAt, printLines))
@@ -217,7 +230,8 @@ export interface GrainOwner<Msg, S> {
  */
 export interface EntityOwner<Model, Cmd extends Entity.Command> {
   readonly _tag: "EntityOwner"
-  readonly registry: Entity.EntityRegistry<Cmd>
+  /** The registry, or the kind whose registry `entities(kind)` started in the test's system. */
+  readonly registry: Entity.EntityRegistry<Cmd> | Entity.Entity<Model, Cmd, any, any>
   readonly id: string
   /** Never set: carries the model's type. */
   readonly model?: Model
@@ -254,28 +268,60 @@ export const grain = <Msg, S>(kind: Grain<Msg, S, any, any>, key: string): Grain
 })
 
 /**
- * Entity `id` of `registry` as an owner. Name the model's type to see it typed in `inside` (`entity<Model>(...)`).
+ * An entity kind's registry started by `entities(kind)`: an `EntityRegistry` that also carries the kind's model type,
+ * so that `entity(registry, id)` and `inside` on it are typed by the model without naming it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TestEntities<Model, Cmd extends Entity.Command> extends Entity.EntityRegistry<Cmd> {
+  /** Never set: carries the model's type. */
+  readonly "~model"?: Model
+}
+
+/**
+ * Entity `id` as an owner: of `registry`, or of the registry `entities(kind)` started for `kind` in the test's system.
+ * Both are typed by the model: a kind carries it, and so does a registry from `entities(kind)`; for a registry of your
+ * own (`Entity.makeRegistry`), name it: `entity<Model>(registry, id)`.
  *
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import type { Entity } from "tickwork"
+ * import { Entity } from "tickwork"
  * import { TestSystem } from "tickwork/testkit"
  *
- * declare const players: Entity.EntityRegistry<{ readonly _tag: "Hit" }>
- * const timers = TestSystem.timers(TestSystem.entity(players, "p-1"))
+ * const Player = Entity.make<{ readonly hp: number }, { readonly _tag: "Hit" }>()({
+ *   name: "Player",
+ *   initialize: () => Effect.succeed({ hp: 10 }),
+ *   commands: { Hit: (_cmd, model) => Effect.succeed({ hp: model.hp - 1 }) }
+ * })
+ * const test = Effect.gen(function*() {
+ *   const players = yield* TestSystem.entities(Player)
+ *   yield* players.tell("p-1", { _tag: "Hit" })
+ *   const hp = yield* TestSystem.inside(TestSystem.entity(Player, "p-1"), (_ctx, model) => Effect.succeed(model.hp))
+ *   const same = TestSystem.entity(players, "p-1") // the same entity, through the registry
+ * })
  * ```
  *
  * @since 0.1.0
  * @category constructors
  */
-export const entity = <Model = unknown, Cmd extends Entity.Command = any>(
-  registry: Entity.EntityRegistry<Cmd>,
-  id: string
-): EntityOwner<Model, Cmd> => ({ _tag: "EntityOwner", registry, id })
+export const entity: {
+  <Model, Cmd extends Entity.Command>(kind: Entity.Entity<Model, Cmd, any, any>, id: string): EntityOwner<Model, Cmd>
+  <Model = unknown, Cmd extends Entity.Command = any>(
+    registry: Entity.EntityRegistry<Cmd> & { readonly "~model"?: Model },
+    id: string
+  ): EntityOwner<Model, Cmd>
+} = (registry: Entity.EntityRegistry<any> | Entity.Entity<any, any, any, any>, id: string): EntityOwner<any, any> => ({
+  _tag: "EntityOwner",
+  registry,
+  id
+})
 
 /**
- * Starts the registry of an entity kind in the test's system, for the system's lifetime (no `Scope` needed).
+ * The registry of an entity kind in the test's system, started at the first call for the system's lifetime (no
+ * `Scope` needed); later calls give the same registry (two registries of one kind would spawn their entities under
+ * the same names). It carries the kind's model type: `entity(registry, id)` and `inside` on it are typed by it.
  *
  * @example
  * ```ts
@@ -300,12 +346,32 @@ export const entity = <Model = unknown, Cmd extends Entity.Command = any>(
 export const entities = <Model, Cmd extends Entity.Command, E, R>(
   kind: Entity.Entity<Model, Cmd, E, R>
 ): Effect.Effect<
-  Entity.EntityRegistry<Cmd>,
+  TestEntities<Model, Cmd>,
   Entity.InvalidEntityDefinition | InvalidTimerInterval | InvalidTimerDelay,
   R | TestSystem
 > =>
   Effect.flatMap(TestSystem, (test) =>
-    Effect.provideService(Scope.extend(Entity.makeRegistry(kind), test.scope), ActorSystem.ActorSystem, test.system)
+    Effect.suspend(() => {
+      const started = test.registries.get(kind)
+      if (started !== undefined) {
+        return Deferred.await(started) as Effect.Effect<
+          TestEntities<Model, Cmd>,
+          Entity.InvalidEntityDefinition | InvalidTimerInterval | InvalidTimerDelay
+        >
+      }
+      const deferred = Deferred.unsafeMake<Entity.EntityRegistry<any>, unknown>(FiberId.none)
+      test.registries.set(kind, deferred)
+      const start = Effect.provideService(
+        Scope.extend(Entity.makeRegistry(kind), test.scope),
+        ActorSystem.ActorSystem,
+        test.system
+      )
+      return Effect.onExit(start, (exit) => {
+        // a kind that could not start is not remembered: the next call tries again, and fails the same way
+        if (Exit.isFailure(exit)) test.registries.delete(kind)
+        return Deferred.done(deferred, exit)
+      })
+    })
   )
 
 // ------------------------------------------------------------------------------------------------------ internals
@@ -318,11 +384,29 @@ const isGrainOwner = (owner: Owner): owner is GrainOwner<any, any> =>
 const isEntityOwner = (owner: Owner): owner is EntityOwner<any, any> =>
   typeof owner === "object" && owner !== null && (owner as { _tag?: unknown })._tag === "EntityOwner"
 
+/** The name of an entity owner's kind. */
+const entityKindOf = (owner: EntityOwner<any, any>): string =>
+  Entity.isEntity(owner.registry) ? owner.registry.name : (owner.registry as Entity.EntityRegistry<any>).kind
+
+/** The registry of an entity owner: its own, or the one `entities(kind)` started for its kind in this system. */
+const entityRegistry = (
+  test: TestSystemService,
+  owner: EntityOwner<any, any>
+): Effect.Effect<RegistryImpl<any, any, any, any>> => {
+  const registry = owner.registry
+  if (!Entity.isEntity(registry)) return Effect.succeed(registry as RegistryImpl<any, any, any, any>)
+  const started = test.registries.get(registry)
+  if (started === undefined) {
+    return fail(`entity kind ${registry.name} has no registry in this system: start it with TestSystem.entities(kind)`)
+  }
+  return Effect.orDie(Deferred.await(started)) as Effect.Effect<RegistryImpl<any, any, any, any>>
+}
+
 /** The actor path of an owner: what the timeline and the counts name it by. */
 const pathOf = (owner: Owner): string => {
   if (isGrainOwner(owner)) return `/user/grain:${encodeURIComponent(owner.kind.name)}:${encodeURIComponent(owner.key)}`
   if (isEntityOwner(owner)) {
-    return `/user/${encodeURIComponent(owner.registry.kind)}:${encodeURIComponent(owner.id)}`
+    return `/user/${encodeURIComponent(entityKindOf(owner))}:${encodeURIComponent(owner.id)}`
   }
   return owner.path
 }
@@ -332,7 +416,7 @@ const nameOf = (owner: Owner): string =>
   isGrainOwner(owner)
     ? `grain ${owner.kind.name}/${owner.key}`
     : isEntityOwner(owner)
-      ? `entity ${owner.registry.kind}/${owner.id}`
+      ? `entity ${entityKindOf(owner)}/${owner.id}`
       : Spot.isSpot(owner)
         ? `Spot ${owner.path}`
         : `actor ${owner.path}`
@@ -368,6 +452,27 @@ const grainCell = (test: TestSystemService, owner: GrainOwner<any, any>): Effect
       })
     )
   })
+
+/**
+ * The messages of an incarnation's timers, by kind and key: what no public `TimerInfo` carries. Read from the entries
+ * themselves: the actor's keyed timers and receive timeout, a grain activation's timers, the timer tables (an
+ * entity's periodic timers keep their command; a Spot's timers and one-shots have none).
+ */
+const timerMessages = (cell: ActorCell): Map<string, unknown> => {
+  const messages = new Map<string, unknown>()
+  const put = (kind: string, key: string, message: unknown) => messages.set(`${kind}\u0000${key}`, message)
+  for (const timer of cell.timers?.values() ?? []) put(timer.kind, timer.key, timer.message)
+  if (cell.receiveTimeout !== undefined) put(cell.receiveTimeout.kind, "receive-timeout", cell.receiveTimeout.message)
+  if (cell.owner instanceof Activation) {
+    for (const timer of cell.owner.timerList()) put(timer.kind, timer.reference, timer.message)
+  }
+  for (const table of cell.timerTables ?? []) {
+    const book = table as { timerList?: () => ReadonlyArray<{ kind: string; name?: string; message?: unknown }> }
+    for (const entry of book.timerList?.() ?? [])
+      if (entry.name !== undefined) put(entry.kind, entry.name, entry.message)
+  }
+  return messages
+}
 
 // ------------------------------------------------------------------------------------------------------ inside
 
@@ -431,7 +536,9 @@ export const inside: {
       )
     }
     if (isEntityOwner(owner)) {
-      return Effect.flatten((owner.registry as RegistryImpl<any, any, any, any>).inside(owner.id, f as never))
+      return Effect.flatMap(entityRegistry(test, owner), (registry) =>
+        Effect.flatten(registry.inside(owner.id, f as never))
+      )
     }
     const cell = owner instanceof CellRef && implOf(test).owns(owner.cell) ? owner.cell : undefined
     return cell === undefined
@@ -463,6 +570,12 @@ export interface TestTimer {
   readonly intervalMillis: number | undefined
   /** Its cron expression, for cron timers. */
   readonly expression: string | undefined
+  /**
+   * The message it sends: an actor timer's or receive timeout's, a grain timer's, an entity periodic timer's command
+   * (undefined for one that runs code). A Spot timer runs a handler and a one-shot an effect: undefined for them, and
+   * for a named schedule.
+   */
+  readonly message: unknown
   /** True for a named schedule paused through `Schedules.pause`. */
   readonly paused: boolean
 }
@@ -495,10 +608,19 @@ export const timers = (owner: Owner): Effect.Effect<ReadonlyArray<TestTimer>, ne
       const path = pathOf(owner)
       let cell: ActorCell | undefined
       if (owner instanceof CellRef) cell = impl.owns(owner.cell) && !owner.cell.isTerminated ? owner.cell : undefined
-      else if (isEntityOwner(owner)) cell = (owner.registry as RegistryImpl<any, any, any, any>).cellOf(owner.id)
-      else cell = cellAt(impl, path)
-      let own: Array<TestTimer> = (cell?.isTerminated === false ? cell.timerInfos() : []).map((info) => ({
-        ...info,
+      else if (isEntityOwner(owner) && !Entity.isEntity(owner.registry)) {
+        cell = (owner.registry as RegistryImpl<any, any, any, any>).cellOf(owner.id)
+      } else cell = cellAt(impl, path)
+      const live = cell?.isTerminated === false ? cell : undefined
+      const messages = live === undefined ? undefined : timerMessages(live)
+      let own: Array<TestTimer> = (live?.timerInfos() ?? []).map((info) => ({
+        key: info.key,
+        kind: info.kind,
+        mode: info.mode,
+        nextDue: info.nextDue,
+        intervalMillis: info.intervalMillis,
+        expression: info.expression,
+        message: messages?.get(`${info.kind}\u0000${info.key}`),
         paused: false
       }))
       // a grain's passivation check is the runtime's, not one of the grain's timers
@@ -513,6 +635,7 @@ export const timers = (owner: Owner): Effect.Effect<ReadonlyArray<TestTimer>, ne
             nextDue: info.nextFire,
             intervalMillis: info.intervalMillis,
             expression: info.expression,
+            message: undefined,
             paused: info.state === "paused"
           })
         )
@@ -534,11 +657,22 @@ export interface ExpectedTimer {
   readonly dueIn?: number
   readonly intervalMillis?: number
   readonly expression?: string
+  /** The message it sends (as `TimerScheduled`'s `msg`), compared by content as `TestProbe.expectMessageEquals` does. */
+  readonly message?: unknown
   readonly paused?: boolean
+}
+
+const show = (u: unknown): string => {
+  try {
+    return JSON.stringify(u) ?? String(u)
+  } catch {
+    return String(u)
+  }
 }
 
 const describeTimer = (timer: TestTimer, now: number): string => {
   const parts = [`"${timer.key}" ${timer.kind} ${timer.mode}`]
+  if (timer.message !== undefined) parts.push(`sends ${show(timer.message)}`)
   parts.push(timer.nextDue === undefined ? "not armed" : `due at ${timer.nextDue} (in ${timer.nextDue - now} ms)`)
   if (timer.intervalMillis !== undefined) parts.push(`every ${timer.intervalMillis} ms`)
   if (timer.expression !== undefined) parts.push(`cron "${timer.expression}"`)
@@ -569,7 +703,7 @@ const clockNow = Effect.clockWith((clock) => clock.currentTimeMillis)
  * })
  * const test = Effect.gen(function*() {
  *   const ref = yield* ActorSystem.spawn(Ticker, "ticker")
- *   yield* TestSystem.expectTimer(ref, "beat", { mode: "fixed-rate", dueIn: 1000, intervalMillis: 1000 })
+ *   yield* TestSystem.expectTimer(ref, "beat", { message: "tick", mode: "fixed-rate", dueIn: 1000 })
  * })
  * ```
  *
@@ -593,6 +727,9 @@ export const expectTimer = (
     check("due in (ms)", expected.dueIn, timer.nextDue === undefined ? undefined : timer.nextDue - now)
     check("interval (ms)", expected.intervalMillis, timer.intervalMillis)
     check("expression", expected.expression, timer.expression)
+    if ("message" in expected && !Utils.structuralRegion(() => Equal.equals(expected.message, timer.message))) {
+      wrong.push(`message ${show(expected.message)} but it is ${show(timer.message)}`)
+    }
     check("paused", expected.paused, timer.paused)
     return wrong.length === 0
       ? Effect.succeed(timer)

@@ -225,7 +225,9 @@ const run = (
     case "heap":
       return heap
     case "sizes":
-      return sizes
+      // Right after a burst of deliveries, PostgreSQL's pool can stay busy longer than its acquire timeout (5 s):
+      // the reading is tried again rather than failing the phase (docs/performance.md says so).
+      return Effect.retry(sizes, { times: 5, schedule: Schedule.spaced("2 seconds") })
   }
 }
 

@@ -10,7 +10,9 @@ describe("the timeline (what the testkit records)", () => {
       const system = yield* ActorSystem.ActorSystem
       const impl = systemOf(system)!
       assert.isUndefined(impl.timeline, "off unless the testkit asks")
+      assert.isUndefined(impl.driver.observer, "the engine's one check when it is off: an undefined field")
       const timeline = impl.recordTimeline(100)
+      assert.strictEqual(impl.driver.observer, timeline)
       const Worker = Actor.make<"tick" | "stop-it" | "slow">()({
         preStart: (ctx) => Effect.orDie(ctx.timers.startTimerAtFixedRate("beat", "tick", "100 millis")),
         receive: (msg, ctx) =>

@@ -78,6 +78,26 @@ describe("TestProbe with a time window", () => {
     }).pipe(Effect.provide(SystemLive))
   )
 
+  it.effect("expectMessageEquals and expectMessageAllOf compare by content: plain objects, arrays, Data", () =>
+    Effect.gen(function* () {
+      const probe = yield* TestProbe.make<unknown>()
+      yield* sendAt(probe, [
+        [0, { _tag: "Beat", n: 1 }],
+        [0, [1, { a: "x" }]],
+        [0, { _tag: "Beat", n: 2 }],
+        [0, Data.struct({ x: 1 })],
+        [0, { _tag: "Beat", n: 3 }]
+      ])
+      yield* probe.expectMessageEquals({ _tag: "Beat", n: 1 })
+      yield* probe.expectMessageEquals([1, { a: "x" }])
+      yield* probe.expectMessageAllOf([Data.struct({ x: 1 }), { _tag: "Beat", n: 2 }])
+      assert.include(
+        yield* defectOf(probe.expectMessageEquals({ _tag: "Beat", n: 4 })),
+        'expected {"_tag":"Beat","n":4}, got {"_tag":"Beat","n":3}'
+      )
+    }).pipe(Effect.provide(SystemLive))
+  )
+
   it.effect("within(min, max): the block took that much test-clock time, or it fails", () =>
     Effect.gen(function* () {
       const probe = yield* TestProbe.make<string>()

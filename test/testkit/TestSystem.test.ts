@@ -1,7 +1,25 @@
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, makeMethods } from "@effect/vitest"
 import { Cause, Effect, Exit, Random, TestClock } from "effect"
 import { Actor, ActorSystem, Entity, Grain, Grains, GrainTimers, OverrunPolicy, Schedules, Spot } from "tickwork"
 import { TestProbe, TestSystem } from "tickwork/testkit"
+import { vi } from "vitest"
+
+/**
+ * Runs `body` as `it.effect` runs a test, through @effect/vitest's own runner (its `TestContext`, its `Cause` to error
+ * step), and gives back what that runner throws: the error vitest prints for a failing test.
+ */
+const thrownByItEffect = (body: () => Effect.Effect<void, unknown>) =>
+  Effect.promise(() => {
+    let test: ((context: undefined) => Promise<unknown>) | undefined
+    const register = (_name: string, _options: unknown, fn: (context: undefined) => Promise<unknown>) => {
+      test = fn
+    }
+    makeMethods(register as never).effect("captured", body)
+    return test!(undefined).then(
+      () => undefined,
+      (error: unknown) => error
+    )
+  })
 
 /** The message of the defect `effect` dies with. */
 const defectOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -102,8 +120,12 @@ describe("TestSystem.inside", () => {
   it.effect("an entity: woken if it sleeps, with its context and model", () =>
     Effect.gen(function* () {
       const players = yield* TestSystem.entities(Player)
-      const p1 = TestSystem.entity<PlayerModel>(players, "p-1")
-      assert.strictEqual(yield* TestSystem.inside(p1, (_ctx, model) => Effect.succeed(model.hp)), 10)
+      // typed by the kind's model through the registry: no type argument, no cast
+      const p1 = TestSystem.entity(players, "p-1")
+      const hp: number = yield* TestSystem.inside(p1, (_ctx, model) => Effect.succeed(model.hp))
+      assert.strictEqual(hp, 10)
+      const fromContext: PlayerModel = yield* TestSystem.inside(p1, (ctx) => ctx.model)
+      assert.deepStrictEqual(fromContext, { hp: 10 })
       yield* players.tell("p-1", { _tag: "Hit" })
       assert.strictEqual(yield* TestSystem.inside(p1, (_ctx, model) => Effect.succeed(model.hp)), 9)
       assert.strictEqual(yield* TestSystem.inside(p1, (ctx) => Effect.succeed(ctx.id)), "p-1")
@@ -111,6 +133,30 @@ describe("TestSystem.inside", () => {
         yield* defectOf(TestSystem.inside(TestSystem.entity(players, ""), () => Effect.void)),
         'invalid id "" for entity kind Player'
       )
+    }).pipe(Effect.provide(TestSystem.layer()))
+  )
+
+  it.effect("an entity reached through its kind: entities(kind) is started once per system; typed by the kind", () =>
+    Effect.gen(function* () {
+      const players = yield* TestSystem.entities(Player)
+      assert.strictEqual(yield* TestSystem.entities(Player), players, "the same registry, not a second one")
+      yield* players.tell("p-1", { _tag: "Hit" })
+      const p1 = TestSystem.entity(Player, "p-1")
+      const hp: number = yield* TestSystem.inside(p1, (_ctx, model) => Effect.succeed(model.hp))
+      assert.strictEqual(hp, 9)
+      yield* TestSystem.expectTimer(p1, "one-shot", { mode: "one-shot", dueIn: 5000 })
+      yield* TestClock.adjust("5 seconds")
+      assert.strictEqual((yield* TestSystem.counts(p1)).delivered, 1, "the one-shot, counted for the entity")
+      const Stranger = Entity.make<PlayerModel, PlayerCmd>()({
+        name: "Stranger",
+        initialize: () => Effect.succeed({ hp: 1 }),
+        commands: { Hit: (_cmd, model) => Effect.succeed(model), Regen: (_cmd, model) => Effect.succeed(model) }
+      })
+      assert.include(
+        yield* defectOf(TestSystem.inside(TestSystem.entity(Stranger, "s"), () => Effect.void)),
+        "entity kind Stranger has no registry in this system: start it with TestSystem.entities(kind)"
+      )
+      yield* TestSystem.expectNoTimers(TestSystem.entity(Stranger, "s"))
     }).pipe(Effect.provide(TestSystem.layer()))
   )
 
@@ -123,6 +169,8 @@ describe("TestSystem.inside", () => {
       })
       const error = yield* Effect.flip(TestSystem.entities(Nameless))
       assert.strictEqual(error._tag, "InvalidEntityDefinition")
+      const again = yield* Effect.flip(TestSystem.entities(Nameless))
+      assert.strictEqual(again._tag, "InvalidEntityDefinition", "a kind that failed is not remembered as started")
     }).pipe(Effect.provide(TestSystem.layer()))
   )
 
@@ -148,11 +196,22 @@ describe("TestSystem timers and their assertions", () => {
         nextDue: 1000,
         intervalMillis: 1000,
         expression: undefined,
+        message: "tick",
         paused: false
       })
-      yield* TestSystem.expectTimer(ref, "beat", { mode: "fixed-rate", dueAt: 1000, dueIn: 1000, intervalMillis: 1000 })
+      // TimerScheduled(key, msg, delay, mode)
+      yield* TestSystem.expectTimer(ref, "beat", {
+        mode: "fixed-rate",
+        dueAt: 1000,
+        dueIn: 1000,
+        intervalMillis: 1000,
+        message: "tick"
+      })
       yield* TestClock.adjust("1500 millis")
       yield* TestSystem.expectTimer(ref, "beat", { dueAt: 2000, dueIn: 500 })
+      yield* TestSystem.inside(ref, (ctx) => ctx.setReceiveTimeout("5 seconds", "stop-beat"))
+      yield* TestSystem.expectTimer(ref, "receive-timeout", { mode: "receive-timeout", message: "stop-beat" })
+      yield* TestSystem.inside(ref, (ctx) => ctx.cancelReceiveTimeout)
       yield* ref.tell("stop-beat")
       yield* TestClock.adjust(0)
       yield* TestSystem.expectNoTimer(ref, "beat")
@@ -170,7 +229,11 @@ describe("TestSystem timers and their assertions", () => {
       )
       assert.include(
         wrongMode,
-        'actor /user/ticker holds:\n  - "beat" actor_timer fixed-rate, due at 1000 (in 1000 ms), every 1000 ms'
+        'actor /user/ticker holds:\n  - "beat" actor_timer fixed-rate, sends "tick", due at 1000 (in 1000 ms), every 1000 ms'
+      )
+      assert.include(
+        yield* defectOf(TestSystem.expectTimer(ref, "beat", { message: "tock" })),
+        'expected timer "beat" with message "tock" but it is "tick"'
       )
       assert.include(yield* defectOf(TestSystem.expectTimer(ref, "other")), 'expected a timer "other"')
       assert.include(yield* defectOf(TestSystem.expectNoTimer(ref, "beat")), 'expected no timer "beat"')
@@ -185,7 +248,12 @@ describe("TestSystem timers and their assertions", () => {
       assert.isFalse(yield* Effect.flatMap(Grains.Grains, (g) => g.isActive(Device, "d-1")))
       yield* Grains.tell(Device, "d-1", "report")
       yield* TestClock.adjust(0)
-      yield* TestSystem.expectTimer(device, "poll", { mode: "interval", dueAt: 10_000, intervalMillis: 10_000 })
+      yield* TestSystem.expectTimer(device, "poll", {
+        mode: "interval",
+        dueAt: 10_000,
+        intervalMillis: 10_000,
+        message: "poll"
+      })
       assert.strictEqual((yield* TestSystem.timers(device)).length, 1)
 
       const players = yield* TestSystem.entities(Player)
@@ -193,7 +261,10 @@ describe("TestSystem timers and their assertions", () => {
       yield* TestSystem.expectNoTimers(p1)
       yield* players.tell("p-1", { _tag: "Hit" })
       yield* TestClock.adjust(0)
-      yield* TestSystem.expectTimer(p1, "one-shot", { mode: "one-shot", dueIn: 5000 })
+      yield* TestSystem.expectTimer(p1, "one-shot", { mode: "one-shot", dueIn: 5000, message: undefined })
+      yield* TestSystem.inside(p1, (ctx) => ctx.startPeriodicTimer("2 seconds", { _tag: "Regen" }))
+      const periodic = (yield* TestSystem.timers(p1)).find((timer) => timer.mode === "periodic")
+      assert.deepStrictEqual(periodic?.message, { _tag: "Regen" }, "an entity periodic timer's command")
 
       const spot = yield* Spot.spawn({ initialState: 0 }, "spot")
       yield* spot.run((ctx) =>
@@ -314,6 +385,54 @@ describe("the timeline beside a failing test's error", () => {
       assert.include(message, "tickwork timeline (last 3 of")
       assert.include(message, '+2000ms  delivered actor_timer "beat" of /user/ticker')
       assert.include(message, '+2000ms  armed     actor_timer "beat" of /user/ticker (due +3000ms)')
+    })
+  )
+
+  it.effect("a failing it.effect test: the error @effect/vitest throws (and vitest prints) carries the timeline", () =>
+    Effect.gen(function* () {
+      const thrown = yield* thrownByItEffect(() =>
+        Effect.gen(function* () {
+          yield* ActorSystem.spawn(Ticker, "ticker")
+          yield* TestClock.adjust("2 seconds")
+          assert.strictEqual(1, 2, "the tick never came")
+        }).pipe(Effect.provide(TestSystem.layer({ printLines: 3 })))
+      )
+      assert.instanceOf(thrown, Error)
+      const message = (thrown as Error).message
+      assert.match(message, /^the tick never came/)
+      assert.include(
+        message,
+        "\n\ntickwork timeline (last 3 of 7 events; virtual time since the system started):\n" +
+          '   +2000ms  fired     actor_timer "beat" of /user/ticker\n' +
+          '   +2000ms  armed     actor_timer "beat" of /user/ticker (due +3000ms)\n' +
+          '   +2000ms  delivered actor_timer "beat" of /user/ticker'
+      )
+      // a passing test throws nothing and prints nothing
+      const passed = yield* thrownByItEffect(() =>
+        Effect.asVoid(ActorSystem.spawn(Ticker, "ticker")).pipe(Effect.provide(TestSystem.layer()))
+      )
+      assert.isUndefined(passed)
+    })
+  )
+
+  it.effect("a failure that is not an Error (it cannot take the text): the timeline goes to stderr", () =>
+    Effect.gen(function* () {
+      const printed: Array<string> = []
+      const spy = vi.spyOn(console, "error").mockImplementation((text: unknown) => {
+        printed.push(String(text))
+      })
+      const thrown = yield* thrownByItEffect(() =>
+        Effect.gen(function* () {
+          yield* ActorSystem.spawn(Ticker, "ticker")
+          yield* TestClock.adjust("1 second")
+          return yield* Effect.fail("out of cheese")
+        }).pipe(Effect.provide(TestSystem.layer({ printLines: 1 })))
+      ).pipe(Effect.ensuring(Effect.sync(() => spy.mockRestore())))
+      assert.strictEqual((thrown as Error).message, "out of cheese")
+      assert.deepStrictEqual(printed, [
+        "tickwork timeline (last 1 of 4 events; virtual time since the system started):\n" +
+          '   +1000ms  delivered actor_timer "beat" of /user/ticker'
+      ])
     })
   )
 
