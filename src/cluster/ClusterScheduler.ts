@@ -26,9 +26,12 @@
  * - **Lateness**: an instant runs at most about `entityMessagePollInterval` (1 second by default) after it is due
  *   while its runner is healthy.
  *
- * With SQLite keep `execute` short: the transaction holds the file's write lock (and, in one runner, its single
- * connection) while it runs. Do not wait inside `execute` for SQL that another fiber runs: it cannot get the
- * connection of a transaction in progress.
+ * `execute` may run long: its transaction (and so "once" for its SQL) lasts until it ends. With SQLite the transaction
+ * holds the file's write lock (and, in one runner, its single connection) while it runs: the runner's other SQL waits
+ * for it (its shard lock refresh does not), and with several runner processes on one file the other runners cannot
+ * write meanwhile, so there keep `execute` well under the shard lock interval (docs/cluster.md, "Long execute"). Do
+ * not wait inside `execute` for SQL that another fiber runs: it cannot get the connection of a transaction in
+ * progress.
  *
  * @since 0.1.0
  */

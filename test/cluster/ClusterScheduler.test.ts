@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { DateTime, Effect, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
+import { Context, DateTime, Effect, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
 import { GrainTimers } from "tickwork"
 import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
 import { captureLogs } from "../utils.js"
@@ -203,6 +203,105 @@ describe("ClusterScheduler.scheduleWithCron", () => {
         ["failed", "ok"]
       )
     }).pipe(Effect.provide(ClusterRunner.layerTest()))
+  )
+})
+
+describe("ClusterScheduler with a long execute (SQLite's single connection)", () => {
+  it.scoped(
+    "an execute longer than the shard lock expiration runs once and completes: its SQL committed once, no shard lost",
+    () =>
+      Effect.gen(function* () {
+        const { logs, layer } = captureLogs()
+        const storage = yield* Layer.build(ClusterRunner.layerStorage(ClusterRunner.sqlite(":memory:")))
+        // The runner's fibers (the lock refresh among them) log through the logger they were built with.
+        const runner = yield* startRunner(storage, 1).pipe(Effect.provide(layer))
+        const sql = Context.get(storage, SqlClient.SqlClient)
+        yield* sql`CREATE TABLE long_effects (instant TEXT NOT NULL)`
+        const events: Array<string> = []
+        yield* ClusterScheduler.scheduleWithCron(
+          "*/30 * * * * ?",
+          (fire) => {
+            const instant = DateTime.formatIso(fire.instant).slice(11, 19)
+            return Effect.gen(function* () {
+              events.push(`start ${instant}`)
+              yield* sql`INSERT INTO long_effects (instant) VALUES (${instant})`
+              // Longer than the lock refresh interval (3 s) and the lock expiration (10 s): the run's transaction
+              // holds the runner's one SQLite connection all along.
+              yield* Effect.sleep("15 seconds")
+              events.push(`end ${instant}`)
+            }).pipe(Effect.onInterrupt(() => Effect.sync(() => events.push(`interrupted ${instant}`))))
+          },
+          ClusterScheduler.withTimerReference("long")
+        ).pipe(Effect.provide(runner.context), Scope.extend(runner.scope))
+        yield* advance(50)
+        assert.deepStrictEqual(events, ["start 00:00:30", "end 00:00:30"])
+        const rows = yield* sql<{ readonly instant: string }>`SELECT instant FROM long_effects`
+        assert.deepStrictEqual(
+          rows.map((row) => row.instant),
+          ["00:00:30"]
+        )
+        assert.deepStrictEqual(yield* historyOf("long").pipe(Effect.provide(storage)), [iso(30_000)])
+        // The runner kept its shards: its lock refresh was not starved by the run's transaction.
+        assert.isUndefined(logs.find((log) => log.message.includes("Shard lock storage is unhealthy")))
+        // And the schedule goes on: the next instant runs too.
+        yield* advance(30)
+        assert.deepStrictEqual(events, ["start 00:00:30", "end 00:00:30", "start 00:01:00", "end 00:01:00"])
+        yield* Scope.close(runner.scope, Exit.void)
+      })
+  )
+  it.scoped(
+    "a long execute that fails, on one of two runners: run once, its SQL rolled back, recorded failed; the other schedule's instants each once",
+    () =>
+      Effect.gen(function* () {
+        const { logs, layer } = captureLogs()
+        const storage = yield* Layer.build(ClusterRunner.layerStorage(ClusterRunner.sqlite(":memory:")))
+        const runners = [
+          yield* startRunner(storage, 1).pipe(Effect.provide(layer)),
+          yield* startRunner(storage, 2).pipe(Effect.provide(layer))
+        ]
+        const sql = Context.get(storage, SqlClient.SqlClient)
+        yield* sql`CREATE TABLE failed_effects (instant TEXT NOT NULL)`
+        const events: Array<string> = []
+        const ticks: Array<string> = []
+        for (const runner of runners) {
+          yield* ClusterScheduler.scheduleWithCron(
+            "0/30 * * * * ?",
+            (fire) => {
+              const instant = DateTime.formatIso(fire.instant).slice(11, 19)
+              return Effect.gen(function* () {
+                events.push(`start ${instant}`)
+                yield* sql`INSERT INTO failed_effects (instant) VALUES (${instant})`
+                // The lock refreshes made meanwhile ran inside this attempt's savepoint: its rollback takes them back.
+                yield* Effect.sleep("15 seconds")
+                events.push(`fail ${instant}`)
+                return yield* Effect.fail("boom")
+              }).pipe(Effect.onInterrupt(() => Effect.sync(() => events.push(`interrupted ${instant}`))))
+            },
+            ClusterScheduler.withTimerReference("long-failing")
+          ).pipe(Effect.provide(runner.context), Scope.extend(runner.scope))
+          yield* ClusterScheduler.scheduleWithCron(
+            "* * * * * ?",
+            (fire) => Effect.sync(() => ticks.push(DateTime.formatIso(fire.instant))),
+            ClusterScheduler.withTimerReference("every-second")
+          ).pipe(Effect.provide(runner.context), Scope.extend(runner.scope))
+        }
+        yield* advance(80)
+        assert.deepStrictEqual(events, ["start 00:00:30", "fail 00:00:30", "start 00:01:00", "fail 00:01:00"])
+        assert.deepStrictEqual(yield* sql`SELECT instant FROM failed_effects`, [])
+        const history = yield* ClusterScheduler.history("long-failing").pipe(Effect.provide(runners[0]!.context))
+        assert.deepStrictEqual(
+          history.map((entry) => entry.outcome),
+          ["failed", "failed"]
+        )
+        // Every second from 1 on once, none missing (those due during a long run run when it ends, in order).
+        assert.isAtLeast(ticks.length, 60)
+        assert.deepStrictEqual(
+          ticks,
+          Array.from({ length: ticks.length }, (_, i) => iso((i + 1) * 1000))
+        )
+        assert.isUndefined(logs.find((log) => log.message.includes("Shard lock storage is unhealthy")))
+        for (const runner of runners) yield* Scope.close(runner.scope, Exit.void)
+      })
   )
 })
 

@@ -130,6 +130,53 @@ export const scheduleCases = ({ setup, advance }: ScheduleCasesHost) => {
     { timeout: 120_000 }
   )
 
+  it.scoped(
+    "cluster cron: an execute longer than the shard lock expiration runs once, committed once, and no runner loses its shards",
+    () =>
+      Effect.gen(function* () {
+        const { startRunner, storage } = yield* setup
+        const runners = [yield* startRunner(1), yield* startRunner(2)]
+        const sql = Context.get(storage, SqlClient.SqlClient)
+        const prefix = (yield* ClusterRunner.Tables.pipe(Effect.provide(runners[0]!.context))).prefix
+        const effects = sql(`${prefix}_long_effects`)
+        yield* sql`CREATE TABLE ${effects} (instant TEXT NOT NULL)`
+        const events: Array<string> = []
+        const short = recorder()
+        for (const runner of runners) {
+          yield* schedule(runner, "long", "0/30 * * * * ?", (fire) => {
+            const instant = at(DateTime.toEpochMillis(fire.instant) / 1000)
+            return Effect.gen(function* () {
+              events.push(`start ${instant}`)
+              yield* sql`INSERT INTO ${effects} (instant) VALUES (${instant})`
+              // Longer than the lock refresh interval (3 s) and the lock expiration (10 s).
+              yield* Effect.sleep("15 seconds")
+              events.push(`end ${instant}`)
+            }).pipe(Effect.onInterrupt(() => Effect.sync(() => events.push(`interrupted ${instant}`))))
+          })
+          // Another schedule meanwhile: on SQLite its instants wait for the connection, then run, each once.
+          yield* schedule(runner, "short", "0/5 * * * * ?", short.execute)
+        }
+        yield* advance(52)
+        assert.deepStrictEqual(events, [`start ${at(30)}`, `end ${at(30)}`])
+        const rows = yield* sql<{ readonly instant: string }>`SELECT instant FROM ${effects}`
+        assert.deepStrictEqual(
+          rows.map((row) => row.instant),
+          [at(30)]
+        )
+        const history = yield* ClusterScheduler.history("long").pipe(Effect.provide(runners[0]!.context))
+        assert.deepStrictEqual(
+          history.map((entry) => [DateTime.formatIso(entry.instant), entry.outcome]),
+          [[iso(30_000), "ok"]]
+        )
+        assert.deepStrictEqual(
+          short.runs,
+          [5, 10, 15, 20, 25, 30, 35, 40, 45, 50].map((s) => `schedule@${at(s)}`)
+        )
+        for (const runner of runners) yield* Scope.close(runner.scope, Exit.void)
+      }),
+    { timeout: 120_000 }
+  )
+
   for (const overlap of ["skip", "bufferOne", "bufferAll", "allowAll"] as const) {
     it.scoped(
       `cluster cron: a trigger during a running instant, overlap ${overlap}`,
@@ -137,17 +184,17 @@ export const scheduleCases = ({ setup, advance }: ScheduleCasesHost) => {
         Effect.gen(function* () {
           const { startRunner } = yield* setup
           const runner = yield* operated(yield* startRunner(1))
-          // Runs of 2 s: longer ones are interrupted and run again on a test runner over SQLite (seen on main too).
-          const seen = recorder(2000)
+          // Runs of 5 s, longer than the shard lock refresh interval (3 s).
+          const seen = recorder(5000)
           yield* schedule(runner, "slow", "0/30 * * * * ?", seen.execute, { overlap })
           yield* advance(31)
           assert.deepStrictEqual(seen.runs, [`schedule@${at(30)}`])
-          // Two triggers while the run of 30 goes on (it started at 30 or 31, and takes 2 s).
+          // Two triggers while the run of 30 goes on (it started at 30 or 31, and takes 5 s).
           const schedules = yield* runner.schedules
           const first = yield* Effect.fork(schedules.trigger("slow"))
           yield* Effect.yieldNow()
           const second = yield* Effect.fork(schedules.trigger("slow"))
-          yield* advance(12)
+          yield* advance(20)
           yield* Fiber.join(first)
           yield* Fiber.join(second)
           const manual = seen.runs.filter((run) => run.startsWith("manual"))

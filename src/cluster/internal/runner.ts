@@ -7,7 +7,7 @@
 import * as MessageStorage from "@effect/cluster/MessageStorage"
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as RunnerHealth from "@effect/cluster/RunnerHealth"
-import type * as RunnerStorage from "@effect/cluster/RunnerStorage"
+import * as RunnerStorage from "@effect/cluster/RunnerStorage"
 import * as Runners from "@effect/cluster/Runners"
 import * as Sharding from "@effect/cluster/Sharding"
 import * as ShardingConfig from "@effect/cluster/ShardingConfig"
@@ -127,8 +127,38 @@ export const layerSqlClient = <E>(
 ): Layer.Layer<SqlClient.SqlClient, E> => Layer.scoped(SqlClient.SqlClient, makeSqlClient(storage, onUnavailable))
 
 /**
+ * On SQLite, makes the shard lock refresh run on the runner's connection directly instead of queueing for it.
+ *
+ * better-sqlite3 gives a runner one connection, and @effect/sql-sqlite-node lends it to one transaction at a time: a
+ * statement of another fiber waits until the transaction ends. A cluster cron's instant holds a transaction for the
+ * whole of its `execute`, so a refresh started meanwhile waited too; @effect/cluster gives a refresh the lock interval
+ * (`shardLockRefreshInterval`, at most a third of `shardLockExpiration`), then takes the lock storage as unhealthy and
+ * interrupts every entity of the runner: the instant was rolled back and ran again, or never completed.
+ *
+ * The connection is synchronous, so the refresh's statements (two UPDATEs, no transaction of their own) run whole
+ * when their fiber runs: outside a transaction they commit at once; inside one (the cron's, or any other on that
+ * connection) they commit with it. That transaction holds the file's write lock, so no other runner can take the
+ * shards meanwhile; if it is rolled back, the refresh is lost with it and the next one (an interval later) writes.
+ */
+const refreshOnConnection = (
+  storage: RunnerStorage.RunnerStorage["Type"],
+  sql: SqlClient.SqlClient
+): Effect.Effect<RunnerStorage.RunnerStorage["Type"]> =>
+  sql.onDialectOrElse({
+    sqlite: () =>
+      // The connection object is the client's for its whole life; reserving it once only tells us which it is.
+      Effect.map(Effect.scoped(sql.reserve), (connection): RunnerStorage.RunnerStorage["Type"] => ({
+        ...storage,
+        refresh: (address, shardIds) =>
+          Effect.provideService(storage.refresh(address, shardIds), SqlClient.TransactionConnection, [connection, 0])
+      })).pipe(Effect.orDie),
+    orElse: () => Effect.succeed(storage)
+  })
+
+/**
  * @effect/cluster's SQL message and runner storage under `prefix`. Their migrations die on failure; after the probe
- * in `layerSqlClient` that means the storage went away while starting, reported as the same typed error.
+ * in `layerSqlClient` that means the storage went away while starting, reported as the same typed error. On SQLite
+ * the shard lock refresh runs on the connection directly (`refreshOnConnection`).
  */
 export const layerClusterStorage = <E>(
   prefix: string,
@@ -153,6 +183,15 @@ export const layerClusterStorage = <E>(
             MessageStorage.MessageStorage,
             arming.wrap(Context.get(context, MessageStorage.MessageStorage))
           )
+    ),
+    Layer.flatMap((context) =>
+      Layer.effectContext(
+        Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          Effect.map(refreshOnConnection(Context.get(context, RunnerStorage.RunnerStorage), sql), (runners) =>
+            Context.add(context, RunnerStorage.RunnerStorage, runners)
+          )
+        )
+      )
     )
   )
 
