@@ -44,6 +44,19 @@ describe("TestCluster", () => {
     }).pipe(Effect.provide(TestCluster.layer({ kinds: [kind], grains: [Local] })))
   })
 
+  it.effect("layer: reminders' policies that are not a function fail it with InvalidSchedulePolicy, in its type", () =>
+    Effect.gen(function* () {
+      const built = Layer.build(TestCluster.layer({ reminders: { policies: 5 as never } })).pipe(Effect.scoped)
+      // Compiles only while TestCluster.LayerError names InvalidSchedulePolicy.
+      const policy = yield* Effect.flip(built).pipe(
+        Effect.flatMap((error) =>
+          Effect.catchTag(Effect.fail(error), "InvalidSchedulePolicy", (invalid) => Effect.succeed(invalid.policy))
+        )
+      )
+      assert.strictEqual(policy, "policies")
+    })
+  )
+
   it.scoped("layer: a storage whose shards another live runner holds is a defect that says so, not a hang", () =>
     Effect.gen(function* () {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tickwork-testcluster-"))

@@ -31,7 +31,7 @@ import type { Grain, InvalidGrainKind } from "../../Grain.js"
 import type * as Grains from "../../Grains.js"
 import { systemOf } from "../../internal/actorSystem.js"
 import * as Schedules from "../../Schedules.js"
-import type { ScheduledReferenceNotFound, ScheduleStorageError } from "../../TimerError.js"
+import type { InvalidSchedulePolicy, ScheduledReferenceNotFound, ScheduleStorageError } from "../../TimerError.js"
 import * as TestSystem from "../../testkit/TestSystem.js"
 import type * as Workers from "../../Workers.js"
 import * as ClusterGrain from "../ClusterGrain.js"
@@ -143,6 +143,7 @@ export type LayerError =
   | Layer.Layer.Error<ReturnType<typeof TestSystem.layer>>
   | ClusterRunner.ClusterRunnerError
   | Reminders.ReminderStorageError
+  | InvalidSchedulePolicy
   | ScheduleStorageError
   | InvalidGrainKind
 
@@ -205,7 +206,17 @@ export const layer = <
     Layer.provideMerge(Reminders.layer(options.reminders))
   )
   const test = Layer.effect(TestCluster, make(config, options.reminders?.table))
-  return test.pipe(Layer.provideMerge(cluster), Layer.provideMerge(runner), Layer.provideMerge(system)) as never
+  // The error channel is checked here; only the requirements (conditional on the kinds) are asserted.
+  const built: Layer.Layer<Services, LayerError, unknown> = test.pipe(
+    Layer.provideMerge(cluster),
+    Layer.provideMerge(runner),
+    Layer.provideMerge(system)
+  )
+  return built as Layer.Layer<
+    Services,
+    LayerError,
+    Exclude<ClusterKindRequirements<Kinds> | LocalKindRequirements<LocalKinds>, Services>
+  >
 }
 
 const make = (config: ShardingConfig.ShardingConfig["Type"], tableOption: string | undefined) =>
