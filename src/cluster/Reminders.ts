@@ -373,7 +373,11 @@ const storage =
 const retried = <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, SqlError, R> =>
   Effect.retry(effect, { times: 4, schedule: Schedule.exponential("200 millis") })
 
-/** The first occurrence of a schedule after `now`, checked; also what the row stores. */
+/**
+ * The first occurrence of a schedule after `now`, checked; also what the row stores. Storage holds whole milliseconds
+ * (BIGINT): a fractional delay, time or period (`after(1.5)`, `"100 micros"`, accepted as local timers accept them) is
+ * rounded up to the next whole millisecond, never earlier than asked.
+ */
 const firstOccurrence = (
   name: string,
   schedule: ReminderSchedule,
@@ -387,8 +391,11 @@ const firstOccurrence = (
     period: Duration.DurationInput | undefined
   ): Either.Either<{ readonly due: number; readonly periodMillis: number | undefined }, InvalidTimerInterval> =>
     period === undefined
-      ? Either.right({ due, periodMillis: undefined })
-      : Either.map(intervalMillis(period), (periodMillis) => ({ due, periodMillis }))
+      ? Either.right({ due: Math.ceil(due), periodMillis: undefined })
+      : Either.map(intervalMillis(period), (periodMillis) => ({
+          due: Math.ceil(due),
+          periodMillis: Math.ceil(periodMillis)
+        }))
   switch (schedule._tag) {
     case "After":
       return Either.flatMap(delayMillis(schedule.delay), (delay) => withPeriod(now + delay, schedule.period))
@@ -412,7 +419,8 @@ const firstOccurrence = (
 const nextOccurrence = (row: ReminderSql.ReminderRow, due: number, now: number): number | undefined => {
   if (row.periodMillis !== undefined) {
     const period = row.periodMillis
-    return due + (Math.floor(Math.max(0, now - due) / period) + 1) * period
+    // Whole milliseconds, as the row stores them (a row written before due times were rounded may hold a fraction).
+    return Math.ceil(due + (Math.floor(Math.max(0, now - due) / period) + 1) * period)
   }
   if (row.cron !== undefined) {
     const parsed = QuartzCron.parse(row.cron, { timeZone: row.timeZone ?? "UTC" })
@@ -683,8 +691,8 @@ export const layer = (
 
       /**
        * Writes checked registrations of one kind: each reminder's row and its first occurrence, all or none (one
-       * statement per `UPSERT_CHUNK` registrations on PostgreSQL, in one transaction when there are more; one
-       * transaction on SQLite). A reminder of the same (key, name) is replaced: its row takes the new generation, so
+       * statement per `PG_CHUNK` registrations on PostgreSQL, in one transaction when there are more; one
+       * transaction of `UPSERT_CHUNK`-row statements on SQLite). A reminder of the same (key, name) is replaced: its row takes the new generation, so
        * its pending occurrence is dropped when it arrives. `prepared` holds each (key, name) once.
        */
       const write = (
@@ -700,7 +708,9 @@ export const layer = (
       /**
        * Gives a registered reminder a new schedule in place, as registering it again would: the same name and stored
        * message, a new generation (the occurrence persisted for the old schedule is dropped as stale when it arrives),
-       * the first occurrence of `schedule` from now, the row and that occurrence written by `write` (all or nothing).
+       * the first occurrence of `schedule` from now. The row is written only while its generation is still the one of
+       * `row` (read by the caller), with that occurrence (all or nothing): `"gone"` when the reminder was unregistered
+       * meanwhile, `"replaced"` when it was registered again, and nothing is written then.
        */
       const reschedule = (kind: string, key: string, row: ReminderSql.ReminderRow, schedule: ReminderSchedule) =>
         Effect.gen(function* () {
@@ -712,8 +722,37 @@ export const layer = (
             message: JSON.parse(row.message),
             schedule
           })
-          yield* write(wire, [prepared])
-          return toInfo(prepared.row)
+          const written =
+            occurrences === undefined
+              ? yield* rewriteBySend(wire, prepared, row)
+              : yield* Effect.catchTag(
+                  occurrences.replace(wire, prepared, row.generation, table),
+                  "SqlError",
+                  (cause) => Effect.fail(new ReminderStorageError({ operation: "update", cause }))
+                )
+          if (written) return "written" as const
+          const current = yield* storage("update")(table.get(kind, key, row.name))
+          return current === undefined ? ("gone" as const) : ("replaced" as const)
+        })
+
+      /**
+       * `reschedule`'s write without `occurrences`: the row first, only while its generation is `before`'s, then the
+       * occurrence sent; if the send fails, the row is put back as it was (only while it is still the new one).
+       */
+      const rewriteBySend = (kind: AnyKindWire, prepared: Prepared, before: ReminderSql.ReminderRow) =>
+        Effect.gen(function* () {
+          const { key, row } = prepared
+          const written = yield* storage("update")(table.replace(kind.name, key, row, before.generation))
+          if (!written) return false
+          yield* sendOccurrence(
+            kind,
+            key,
+            new ReminderDelivery({ name: row.name, generation: row.generation, due: row.nextDue })
+          ).pipe(
+            withSharding,
+            Effect.tapError(() => Effect.ignore(table.replace(kind.name, key, before, row.generation)))
+          )
+          return true
         })
 
       const register: RemindersService["register"] = (kind, key, name, message, schedule) =>
@@ -828,24 +867,30 @@ export const layer = (
                   if (stored === undefined) yield* state.define(stateKey, { ...DEFAULTS, retry: false }, "reminder")
                   const failures = yield* state.failed(stateKey)
                   const limit = stored?.policies.pauseAfterFailures ?? policies.pauseAfterFailures
-                  pausedNow = limit !== undefined && failures >= limit && stored?.pause === undefined
-                  if (pausedNow) {
-                    yield* state.pause(
+                  // Counted only when this paused it (an operator may have paused it while the grain handled it).
+                  pausedNow =
+                    limit !== undefined &&
+                    failures >= limit &&
+                    stored?.pause === undefined &&
+                    (yield* state.pause(
                       stateKey,
                       `paused after ${failures} failed occurrences in a row; the last: ${failed}`,
                       "tickwork",
                       end
-                    )
-                  }
+                    ))
                 })
               )
             }
           }
+          // The row's own write comes first in the final transaction, conditional on the generation delivered: when
+          // the reminder was unregistered or replaced while the grain handled it, nothing else is written (no state,
+          // history or pause is re-created for it). A manual trigger does not move the row: its generation is checked.
+          let current: Effect.Effect<boolean, SqlError> = table.current(kind.name, key, row.name, row.generation)
           if (!manual) {
             const now = yield* Clock.currentTimeMillis
             const next = misfire?.next ?? nextOccurrence(row, delivery.due, now)
             if (next === undefined) {
-              writes.push(table.remove(kind.name, key, row.name, row.generation))
+              current = table.remove(kind.name, key, row.name, row.generation)
             } else {
               // The next occurrence is persisted before the row moves on: a crash in between redelivers this one.
               yield* sendOccurrence(
@@ -853,10 +898,18 @@ export const layer = (
                 key,
                 new ReminderDelivery({ name: row.name, generation: row.generation, due: next })
               )
-              writes.push(table.advance(kind.name, key, row.name, row.generation, next))
+              current = table.advance(kind.name, key, row.name, row.generation, next)
             }
           }
-          yield* retried(sql.withTransaction(Effect.all(writes, { discard: true })))
+          const guarded = current
+          yield* retried(
+            sql.withTransaction(
+              Effect.suspend(() => {
+                pausedNow = false
+                return Effect.flatMap(guarded, (still) => (still ? Effect.all(writes, { discard: true }) : Effect.void))
+              })
+            )
+          )
           if (pausedNow) scheduleEvents("paused_on_failure").unsafeUpdate(1, [])
         }).pipe(
           withSharding,

@@ -6,6 +6,7 @@ import { assert, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Fiber, Layer, Metric, Schedule, Schema, Scope, TestServices } from "effect"
 import { ActorSystem, Grain, Metrics, Schedules } from "tickwork"
 import { ClusterGrain, ClusterSchedules, Reminders } from "tickwork/cluster"
+import { updatesWithRace } from "../../src/cluster/internal/reminderSchedules.js"
 import type { TestRunner } from "./conformance-helpers.js"
 import type { ScheduleCasesHost } from "./conformance-schedules.js"
 
@@ -51,6 +52,26 @@ const FlakyGrain = ClusterGrain.make(
 )
 
 /**
+ * What the hooked grain runs while it handles an occurrence, per key (an unregistration, an operator's pause), before
+ * it fails (message text `"fail"`) or succeeds; and the keys it handled.
+ */
+const hooks = new Map<string, Effect.Effect<unknown, unknown>>()
+const hooked: Array<string> = []
+const HookGrain = ClusterGrain.make(
+  Grain.make<typeof NoteMsg.Type>()({
+    name: "rem-hook",
+    onReceive: (ctx) =>
+      Effect.gen(function* () {
+        hooked.push(ctx.identity.key)
+        const hook = hooks.get(ctx.identity.key)
+        if (hook !== undefined) yield* Effect.orDie(hook)
+        if (ctx.message.text === "fail") return yield* Effect.fail(new Error("hooked failure"))
+      })
+  }),
+  { message: NoteMsg }
+)
+
+/**
  * A runner with reminders and `Schedules` over the cluster crons and the reminders, hosting the bell and flaky grains
  * (unless `host` is false), with the reminders' failure `policies`.
  */
@@ -63,7 +84,7 @@ const operated = (
       Layer.mergeAll(
         Schedules.layer,
         ClusterSchedules.layer,
-        options.host === false ? Layer.empty : ClusterGrain.layer([BellGrain, FlakyGrain])
+        options.host === false ? Layer.empty : ClusterGrain.layer([BellGrain, FlakyGrain, HookGrain])
       ).pipe(
         Layer.provideMerge(Reminders.layer(options.policies === undefined ? {} : { policies: options.policies })),
         Layer.provideMerge(ActorSystem.layer({ name: `rem-${runner.port}` }))
@@ -673,6 +694,150 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
             ["active", false, undefined, "failed"]
           )
         }
+        yield* Scope.close(runner.scope, Exit.void)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.scoped(
+    "reminders in Schedules: an update racing an unregistration or a new registration writes nothing (typed errors)",
+    () =>
+      Effect.gen(function* () {
+        const { startRunner } = yield* setup
+        received.length = 0
+        const runner = yield* operated(yield* startRunner(1))
+        const service = yield* Effect.provide(Reminders.Reminders, runner.context)
+        const race = updatesWithRace.get(service.schedules)!
+        const bell = (key: string) =>
+          Reminders.registerFor(BellGrain, key, "tick", { _tag: "Ring" }, Reminders.after("30 seconds"))
+        yield* register(runner, "gone", "tick", Reminders.after("30 seconds"))
+        yield* register(runner, "again", "tick", Reminders.after("30 seconds"))
+        // Unregistered between the update's read and its write: not resurrected, and the policies are not written.
+        const gone = yield* meanwhile(
+          race(
+            "rem-bell/gone/tick",
+            Reminders.unregisterFor(BellGrain, "gone", "tick").pipe(Effect.provide(runner.context)),
+            { spec: Schedules.every("5 seconds"), policies: { pauseAfterFailures: 3 } }
+          ).pipe(Effect.flip)
+        )
+        assert.strictEqual(gone._tag, "ScheduledReferenceNotFound")
+        assert.deepStrictEqual(yield* Reminders.listFor(BellGrain, "gone").pipe(Effect.provide(runner.context)), [])
+        // Registered again meanwhile (due at 60 s): the newer registration stays as it is.
+        const again = yield* meanwhile(
+          race("rem-bell/again/tick", bell("again").pipe(Effect.provide(runner.context)), {
+            spec: Schedules.every("5 seconds"),
+            policies: { pauseAfterFailures: 3 }
+          }).pipe(Effect.flip)
+        )
+        assert.deepStrictEqual(
+          [again._tag, (again as { reason?: string }).reason?.includes("registered again")],
+          ["ScheduleStorageError", true]
+        )
+        const [kept] = yield* Reminders.listFor(BellGrain, "again").pipe(Effect.provide(runner.context))
+        assert.strictEqual(kept?.periodMillis, undefined)
+        // The policies were written first (a spec that then fails leaves them, as a retried update would write
+        // them): the newer registration has them.
+        const schedules = yield* runner.schedules
+        const info = yield* schedules.get("rem-bell/again/tick")
+        assert.deepStrictEqual([info.intervalMillis, info.policies.pauseAfterFailures], [undefined, 3])
+        assert.isAtLeast(kept!.nextDue, 30_000)
+        yield* advance(65)
+        // Only the newer registration's one occurrence: no 5 s grid from the update, none for "gone".
+        deliveries("again", [kept!.nextDue / 1000])
+        deliveries("gone", [])
+        // Registered again, the reminder that was unregistered has none of the failed update's policies.
+        yield* register(runner, "gone", "tick", Reminders.after("30 seconds"))
+        assert.strictEqual((yield* schedules.get("rem-bell/gone/tick")).policies.pauseAfterFailures, undefined)
+        yield* Scope.close(runner.scope, Exit.void)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.scoped(
+    "reminders: an occurrence whose reminder is unregistered or paused while the grain handles it re-creates nothing",
+    () =>
+      Effect.gen(function* () {
+        const { startRunner } = yield* setup
+        hooked.length = 0
+        hooks.clear()
+        const runner = yield* operated(yield* startRunner(1), {
+          policies: (reminder) => (reminder.kind === "rem-hook" ? { pauseAfterFailures: 1 } : undefined)
+        })
+        const schedules = yield* runner.schedules
+        const registerHook = (key: string, text: string, schedule: Reminders.ReminderSchedule) =>
+          Effect.gen(function* () {
+            const fiber = yield* Effect.fork(
+              Reminders.registerFor(HookGrain, key, "tick", { text }, schedule).pipe(Effect.provide(runner.context))
+            )
+            yield* advance(1)
+            return yield* Fiber.join(fiber)
+          })
+        const unregister = (key: string) =>
+          Reminders.unregisterFor(HookGrain, key, "tick").pipe(Effect.provide(runner.context))
+        // Unregistered by the grain's handler: after a success, a failure (which would pause it), a manual trigger.
+        yield* registerHook("u-ok", "ok", Reminders.after("5 seconds", { period: "1 hour" }))
+        yield* registerHook("u-fail", "fail", Reminders.after("5 seconds"))
+        yield* registerHook("m-ok", "ok", Reminders.after("1 hour"))
+        // Paused by an operator while the grain fails on it: the operator's pause stays, no pause on failure counted.
+        yield* registerHook("p-fail", "fail", Reminders.after("5 seconds", { period: "1 hour" }))
+        for (const key of ["u-ok", "u-fail", "m-ok"]) hooks.set(key, unregister(key))
+        hooks.set("p-fail", schedules.pause("rem-hook/p-fail/tick", "operator hold", { by: "ada" }))
+        const pausedBefore = yield* eventCount("paused_on_failure")
+        const trigger = yield* Effect.fork(schedules.trigger("rem-hook/m-ok/tick"))
+        yield* advance(8)
+        yield* Fiber.join(trigger)
+        assert.deepStrictEqual([...hooked].sort(), ["m-ok", "p-fail", "u-fail", "u-ok"])
+        assert.strictEqual(yield* eventCount("paused_on_failure"), pausedBefore)
+        const paused = yield* schedules.get("rem-hook/p-fail/tick")
+        assert.deepStrictEqual([paused.state, paused.pause?.note, paused.pause?.by], ["paused", "operator hold", "ada"])
+        hooks.clear()
+        // Registered again, each starts afresh: no history, not paused (no state was written after the unregistration).
+        for (const key of ["u-ok", "u-fail", "m-ok"]) {
+          yield* registerHook(key, "ok", Reminders.after("1 hour"))
+          const info = yield* schedules.get(`rem-hook/${key}/tick`)
+          assert.deepStrictEqual([info.state, info.lastRun, info.pause], ["active", undefined, undefined], key)
+          assert.deepStrictEqual(yield* schedules.history(`rem-hook/${key}/tick`), [], key)
+        }
+        yield* Scope.close(runner.scope, Exit.void)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.scoped(
+    'reminders: fractional milliseconds (after(1.5), "100 micros", a fractional period) round up to whole ones',
+    () =>
+      Effect.gen(function* () {
+        const { startRunner } = yield* setup
+        received.length = 0
+        const runner = yield* operated(yield* startRunner(1))
+        const now = yield* Clock.currentTimeMillis
+        const [a, b, c] = [
+          yield* Reminders.registerFor(BellGrain, "f1", "tick", { _tag: "Ring" }, Reminders.after(1.5)).pipe(
+            Effect.provide(runner.context)
+          ),
+          yield* Reminders.registerFor(BellGrain, "f2", "tick", { _tag: "Ring" }, Reminders.after("100 micros")).pipe(
+            Effect.provide(runner.context)
+          ),
+          yield* Reminders.registerFor(
+            BellGrain,
+            "f3",
+            "tick",
+            { _tag: "Ring" },
+            Reminders.at(now + 1000.25, { period: "2000.5 millis" })
+          ).pipe(Effect.provide(runner.context))
+        ]
+        assert.deepStrictEqual([a.nextDue - now, b.nextDue - now, c.nextDue - now, c.periodMillis], [2, 1, 1001, 2001])
+        // As stored: whole milliseconds read back.
+        for (const key of ["f1", "f2", "f3"]) {
+          const [listed] = yield* Reminders.listFor(BellGrain, key).pipe(Effect.provide(runner.context))
+          assert.isTrue(Number.isInteger(listed!.nextDue), `${key}: ${listed!.nextDue}`)
+        }
+        yield* advance(4)
+        deliveries("f1", [now / 1000])
+        deliveries("f2", [now / 1000])
+        deliveries("f3", [(now + 1001) / 1000, (now + 3002) / 1000])
+        const [next] = yield* Reminders.listFor(BellGrain, "f3").pipe(Effect.provide(runner.context))
+        assert.strictEqual(next!.nextDue, now + 5003)
         yield* Scope.close(runner.scope, Exit.void)
       }),
     { timeout: 120_000 }

@@ -452,13 +452,14 @@ const registerSlot = (
         const failures = yield* state.failed(reference)
         const limit = policies.pauseAfterFailures
         if (limit !== undefined && failures >= limit && !paused) {
-          scheduleEvents("paused_on_failure").unsafeUpdate(1, [])
-          yield* state.pause(
+          // Counted only when this paused it (an operator may have paused it meanwhile).
+          const pausedNow = yield* state.pause(
             reference,
             `paused after ${failures} failed runs in a row; the last: ${detail}`,
             "tickwork",
             run.end ?? 0
           )
+          if (pausedNow) scheduleEvents("paused_on_failure").unsafeUpdate(1, [])
         }
       })
 

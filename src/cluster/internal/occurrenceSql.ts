@@ -95,6 +95,17 @@ export interface OccurrenceWriter {
     registered: ReadonlyArray<Registered>,
     reminders: Pick<ReminderSql, "upsertStatement" | "upsertSelect">
   ) => Effect.Effect<void, SqlError | UnknownClusterGrainKind>
+  /**
+   * Replaces one reminder's row and writes its first occurrence, only while the row's generation is still `expected`
+   * (one statement on PostgreSQL, one transaction on SQLite): false, writing nothing, when the reminder was removed or
+   * registered again meanwhile. Then wakes this runner's read loop as `register` does.
+   */
+  readonly replace: (
+    kind: AnyKindWire,
+    entry: Registered,
+    expected: string,
+    reminders: Pick<ReminderSql, "replaceStatement">
+  ) => Effect.Effect<boolean, SqlError | UnknownClusterGrainKind>
 }
 
 /**
@@ -277,5 +288,50 @@ export const make = (
       }
     })
 
-  return { register }
+  /** Opens this runner's read loop when one of `written` is on its shards and due within a poll interval. */
+  const wake = (written: ReadonlyArray<MessageRow>, local: ReadonlyArray<boolean>) =>
+    Effect.gen(function* () {
+      const soon = (yield* Clock.currentTimeMillis) + pollMillis
+      for (let i = 0; i < written.length; i++) {
+        if (local[i] && written[i]!.deliver_at < soon) return yield* sharding.pollStorage
+      }
+    })
+
+  const replace: OccurrenceWriter["replace"] = (kind, entry, expected, reminders) =>
+    Effect.gen(function* () {
+      const { key, row } = entry
+      const { headers, local, rows } = yield* build(kind, [
+        { key, delivery: new ReminderDelivery({ name: row.name, generation: row.generation, due: row.nextDue }, true) }
+      ])
+      const message = rows[0]!
+      const update = reminders.replaceStatement(kind.name, key, row, expected)
+      const written =
+        dialect === "pg"
+          ? yield* Effect.map(
+              raw<{ readonly written: unknown }>`WITH reminders AS (${update}), inserted AS (
+                  INSERT INTO ${messages} (id, message_id, shard_id, entity_type, entity_id, kind, tag, payload,
+                    headers, trace_id, span_id, sampled, request_id, reply_id, deliver_at)
+                  SELECT ${message.id}::bigint, ${message.message_id}::text, ${message.shard_id}::text,
+                    ${message.entity_type}::text, ${message.entity_id}::text, 0, ${REMIND}::text,
+                    ${message.payload}::text, ${headers}::text, NULL::text, NULL::text, NULL::boolean,
+                    ${message.request_id}::bigint, NULL::bigint, ${message.deliver_at}::bigint
+                  FROM reminders
+                  ON CONFLICT (message_id) DO NOTHING
+                  RETURNING id
+                )
+                SELECT count(*) AS written FROM reminders`,
+              (result) => Number(result[0]?.written ?? 0) > 0
+            )
+          : yield* raw.withTransaction(
+              Effect.gen(function* () {
+                if ((yield* update).length === 0) return false
+                yield* raw`INSERT INTO ${messages} ${raw.insert({ ...message })} ON CONFLICT (message_id) DO NOTHING`
+                return true
+              })
+            )
+      if (written) yield* wake(rows, local)
+      return written
+    })
+
+  return { register, replace }
 }

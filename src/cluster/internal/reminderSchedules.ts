@@ -8,8 +8,10 @@
  *   (recorded as `"skipped"`), its grid goes on, so `resume` fires again from the next occurrence after now;
  * - `trigger` sends one occurrence due now, marked manual: delivered once, outside the grid, which it does not move;
  * - `remove` unregisters it and deletes its state and history;
- * - `update` of the spec reschedules it in place (`reschedule`: its stored message, a new generation, the first
- *   occurrence of the new spec from now); of the policies, stores `misfire`, `grace`, `pauseAfterFailures` and
+ * - `update` stores the policies first, then reschedules the spec in place (`reschedule`: its stored message, a new
+ *   generation, the first occurrence of the new spec from now), only while the reminder is still the one it read
+ *   (unregistered meanwhile: `ScheduledReferenceNotFound`; registered again: `ScheduleStorageError`); the policies
+ *   it stores are `misfire`, `grace`, `pauseAfterFailures` and
  *   `history`. `overlap` (a grain handles one message at a time) and `retry` (code: `Reminders.layer({ policies })`)
  *   are refused, as is `backfill` (`InvalidSchedulePolicy`).
  * - `trigger` and `update` send from a runner that does not host the grain kind too (the message is stored encoded);
@@ -18,6 +20,7 @@
  * @internal
  */
 import type { Sharding } from "@effect/cluster/Sharding"
+import type { SqlError } from "@effect/sql/SqlError"
 import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -30,14 +33,14 @@ import {
   InvalidCronExpression,
   InvalidSchedulePolicy,
   ScheduledReferenceNotFound,
-  type ScheduleStorageError
+  ScheduleStorageError
 } from "../../TimerError.js"
 import type { RegisterError, ReminderSchedule } from "../Reminders.js"
 import { ReminderDelivery } from "./grainProtocol.js"
 import * as ReminderSql from "./reminderSql.js"
 import * as ScheduleState from "./scheduleState.js"
 
-interface Found {
+export interface Found {
   readonly kind: string
   readonly key: string
   readonly reference: string
@@ -67,6 +70,19 @@ const scheduleOf = (
   )
 }
 
+/**
+ * For tests: each reminders source's `update` with `between` run after it has read the reminder and before it writes
+ * (an unregistration or a new registration that races with it).
+ */
+export const updatesWithRace = new WeakMap<
+  ScheduleSource,
+  <E>(
+    reference: string,
+    between: Effect.Effect<unknown, E>,
+    changes: Parameters<ScheduleSource["update"]>[1]
+  ) => Effect.Effect<ScheduleInfo, ScheduledReferenceNotFound | ScheduleError | ScheduleStorageError | SqlError | E>
+>()
+
 export const make = (deps: {
   readonly table: ReminderSql.ReminderSql
   readonly state: ScheduleState.ScheduleState
@@ -79,7 +95,7 @@ export const make = (deps: {
     key: string,
     row: ReminderSql.ReminderRow,
     schedule: ReminderSchedule
-  ) => Effect.Effect<unknown, RegisterError>
+  ) => Effect.Effect<"written" | "gone" | "replaced", RegisterError>
   /** The failure policies the code gives the reminder (`Reminders.layer({ policies })`). */
   readonly failurePolicies: (reminder: { readonly kind: string; readonly key: string; readonly name: string }) => {
     readonly retry: Schedule.Schedule<unknown, unknown> | undefined
@@ -132,7 +148,73 @@ export const make = (deps: {
     (filter?.owner === undefined || schedule.owner === filter.owner) &&
     (filter?.state === undefined || schedule.state === filter.state)
 
-  return {
+  /**
+   * `update` of the reminder `found` (as read): everything is checked before anything is written; then the policies
+   * (safe to write again: a retried update writes the same), then the spec, written only while the reminder's
+   * generation is still the one read: unregistered meanwhile is `ScheduledReferenceNotFound`, registered again a
+   * `ScheduleStorageError` that says so (the policies stay written: they are the operator's, kept across a new
+   * registration of the same spec).
+   */
+  const updateFound = (found: Found, changes: Parameters<ScheduleSource["update"]>[1]) =>
+    Effect.gen(function* () {
+      const { reference } = found
+      const policyChanges = (changes.policies ?? {}) as Record<string, unknown>
+      const refusals: Record<string, string> = {
+        overlap: "a reminder's occurrences never overlap: a grain handles one message at a time",
+        retry: "a reminder's retry is code: give it on every runner with Reminders.layer({ policies })"
+      }
+      for (const [policy, reason] of Object.entries(refusals)) {
+        if (policyChanges !== null && typeof policyChanges === "object" && policyChanges[policy] !== undefined) {
+          return yield* new InvalidSchedulePolicy({ policy, reason })
+        }
+      }
+      const key = ReminderSql.stateKeyOf(reference)
+      const current = yield* state.get(key)
+      const base = current?.policies ?? { ...DEFAULTS, retry: false }
+      // Everything is checked before anything is written: a bad spec or policy changes nothing.
+      const parsed = yield* parsePolicies(changes.policies, { ...base, retry: undefined })
+      const schedule =
+        changes.spec === undefined
+          ? undefined
+          : yield* scheduleOf(changes.spec, found.row, yield* Clock.currentTimeMillis)
+      if (changes.policies !== undefined) {
+        const policies = { ...parsed, retry: false }
+        yield* state.define(key, policies, "reminder")
+        yield* state.setPolicies(key, policies)
+      }
+      if (schedule !== undefined) {
+        const outcome = yield* deps.reschedule(found.kind, found.key, found.row, schedule).pipe(
+          Effect.mapError((error): ScheduleError | ScheduleStorageError => {
+            switch (error._tag) {
+              case "InvalidTimerDelay":
+              case "InvalidTimerInterval":
+              case "InvalidCronExpression":
+                return error
+              case "ReminderNeverFires":
+                return new InvalidCronExpression({ expression: error.expression, reason: "no instant after now" })
+              default:
+                // A storage failure, or the first occurrence could not be sent (the row is back as it was).
+                return ScheduleState.storageError("update", reference)(error)
+            }
+          })
+        )
+        if (outcome === "gone") {
+          // The unregistration removed the reminder's state: the policies just stored must not outlive it.
+          if (changes.policies !== undefined) yield* state.remove(key)
+          return yield* new ScheduledReferenceNotFound({ reference })
+        }
+        if (outcome === "replaced") {
+          return yield* new ScheduleStorageError({
+            operation: "update",
+            reference,
+            reason: "the reminder was registered again meanwhile: its new schedule is kept; read it and update again"
+          })
+        }
+      }
+      return yield* getInfo(reference)
+    })
+
+  const source: ScheduleSource = {
     name: "reminder",
     list: (filter) =>
       filter?.kind !== undefined && filter.kind !== "reminder"
@@ -186,51 +268,7 @@ export const make = (deps: {
     update: (reference, changes) =>
       ScheduleState.stored("update")(
         reference,
-        Effect.gen(function* () {
-          const found = yield* find(reference)
-          const policyChanges = (changes.policies ?? {}) as Record<string, unknown>
-          const refusals: Record<string, string> = {
-            overlap: "a reminder's occurrences never overlap: a grain handles one message at a time",
-            retry: "a reminder's retry is code: give it on every runner with Reminders.layer({ policies })"
-          }
-          for (const [policy, reason] of Object.entries(refusals)) {
-            if (policyChanges !== null && typeof policyChanges === "object" && policyChanges[policy] !== undefined) {
-              return yield* new InvalidSchedulePolicy({ policy, reason })
-            }
-          }
-          const key = ReminderSql.stateKeyOf(reference)
-          const current = yield* state.get(key)
-          const base = current?.policies ?? { ...DEFAULTS, retry: false }
-          // Everything is checked before anything is written: a bad spec or policy changes nothing.
-          const parsed = yield* parsePolicies(changes.policies, { ...base, retry: undefined })
-          const schedule =
-            changes.spec === undefined
-              ? undefined
-              : yield* scheduleOf(changes.spec, found.row, yield* Clock.currentTimeMillis)
-          if (schedule !== undefined) {
-            yield* deps.reschedule(found.kind, found.key, found.row, schedule).pipe(
-              Effect.mapError((error): ScheduleError | ScheduleStorageError => {
-                switch (error._tag) {
-                  case "InvalidTimerDelay":
-                  case "InvalidTimerInterval":
-                  case "InvalidCronExpression":
-                    return error
-                  case "ReminderNeverFires":
-                    return new InvalidCronExpression({ expression: error.expression, reason: "no instant after now" })
-                  default:
-                    // A storage failure, or the first occurrence could not be sent (the row is back as it was).
-                    return ScheduleState.storageError("update", reference)(error)
-                }
-              })
-            )
-          }
-          if (changes.policies !== undefined) {
-            const policies = { ...parsed, retry: false }
-            yield* state.define(key, policies, "reminder")
-            yield* state.setPolicies(key, policies)
-          }
-          return yield* getInfo(reference)
-        })
+        Effect.flatMap(find(reference), (found) => updateFound(found, changes))
       ),
     remove: (reference) =>
       ScheduleState.stored("remove")(
@@ -260,4 +298,8 @@ export const make = (deps: {
         )
       )
   }
+  updatesWithRace.set(source, (reference, between, changes) =>
+    Effect.flatMap(find(reference), (found) => Effect.zipRight(between, updateFound(found, changes)))
+  )
+  return source
 }

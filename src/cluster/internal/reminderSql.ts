@@ -88,6 +88,14 @@ export interface ReminderSql {
    */
   readonly upsertSelect: (select: Statement.Fragment) => Statement.Statement<Row>
   readonly upsert: (kind: string, key: string, row: ReminderRow) => Effect.Effect<void, SqlError>
+  /**
+   * The update of the reminder (kind, key, `row.name`) to `row`, only while its generation is still `expected`, as a
+   * statement not yet run: it returns the row it changed (`grain_key, name`), none when the reminder was removed or
+   * registered again meanwhile.
+   */
+  readonly replaceStatement: (kind: string, key: string, row: ReminderRow, expected: string) => Statement.Statement<Row>
+  /** `replaceStatement`, run: true when the row was changed. */
+  readonly replace: (kind: string, key: string, row: ReminderRow, expected: string) => Effect.Effect<boolean, SqlError>
   /** `upsert` of many rows, `UPSERT_CHUNK` per statement; a (key, name) must appear once. */
   readonly upsertMany: (
     kind: string,
@@ -105,14 +113,19 @@ export interface ReminderSql {
     ReadonlyArray<{ readonly kind: string; readonly key: string; readonly row: ReminderRow }>,
     SqlError
   >
-  /** Moves the reminder to its next occurrence, only if `generation` is still current. */
+  /** Moves the reminder to its next occurrence, only if `generation` is still current: true when it did. */
   readonly advance: (
     kind: string,
     key: string,
     name: string,
     generation: string,
     nextDue: number
-  ) => Effect.Effect<void, SqlError>
+  ) => Effect.Effect<boolean, SqlError>
+  /**
+   * Whether the reminder's generation is still `generation`, checked by an update that changes nothing (in a
+   * transaction it holds the row, on PostgreSQL, until the commit).
+   */
+  readonly current: (kind: string, key: string, name: string, generation: string) => Effect.Effect<boolean, SqlError>
   /** Deletes the reminder; with a generation, only if it is still current. True when a row was deleted. */
   readonly remove: (kind: string, key: string, name: string, generation?: string) => Effect.Effect<boolean, SqlError>
 }
@@ -149,6 +162,11 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
       generation = excluded.generation, message = excluded.message, next_due = excluded.next_due,
       period_millis = excluded.period_millis, cron = excluded.cron, time_zone = excluded.time_zone`
     const select = sql`SELECT name, generation, message, next_due, period_millis, cron, time_zone FROM ${table}`
+    const replaceStatement = (kind: string, key: string, row: ReminderRow, expected: string) =>
+      sql`UPDATE ${table} SET generation = ${row.generation}, message = ${row.message}, next_due = ${row.nextDue},
+          period_millis = ${row.periodMillis ?? null}, cron = ${row.cron ?? null}, time_zone = ${row.timeZone ?? null}
+        WHERE kind = ${kind} AND grain_key = ${key} AND name = ${row.name} AND generation = ${expected}
+        RETURNING grain_key, name`
     return {
       upsertSelect: (select) =>
         sql`INSERT INTO ${table} (kind, grain_key, name, generation, message, next_due, period_millis, cron, time_zone)
@@ -157,6 +175,9 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
         sql`INSERT INTO ${table} ${sql.insert(rows.map(({ key, row }) => columns(kind, key, row)))} ${onConflict}`,
       upsert: (kind, key, row) =>
         Effect.asVoid(sql`INSERT INTO ${table} ${sql.insert(columns(kind, key, row))} ${onConflict}`),
+      replaceStatement: (kind, key, row, expected) => replaceStatement(kind, key, row, expected),
+      replace: (kind, key, row, expected) =>
+        Effect.map(replaceStatement(kind, key, row, expected), (rows) => rows.length > 0),
       upsertMany: (kind, rows) =>
         Effect.forEach(
           chunks(rows),
@@ -188,8 +209,19 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
         (rows) => rows.map((raw) => ({ kind: raw.kind, key: raw.grain_key, row: toRow(raw) }))
       ),
       advance: (kind, key, name, generation, nextDue) =>
-        Effect.asVoid(sql`UPDATE ${table} SET next_due = ${nextDue}
-          WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name} AND generation = ${generation}`),
+        Effect.map(
+          sql<{ name: string }>`UPDATE ${table} SET next_due = ${nextDue}
+            WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name} AND generation = ${generation}
+            RETURNING name`,
+          (rows) => rows.length > 0
+        ),
+      current: (kind, key, name, generation) =>
+        Effect.map(
+          sql<{ name: string }>`UPDATE ${table} SET generation = generation
+            WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name} AND generation = ${generation}
+            RETURNING name`,
+          (rows) => rows.length > 0
+        ),
       remove: (kind, key, name, generation) =>
         Effect.map(
           generation === undefined

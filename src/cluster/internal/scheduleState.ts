@@ -189,9 +189,14 @@ export const make = Effect.gen(function* () {
       }),
     setPolicies: (reference: string, policies: StoredPolicies) =>
       sql`UPDATE ${state} SET policies = ${encodePolicies(policies)} WHERE reference = ${reference}`,
-    pause: (reference: string, note: string, by: string, at: number) =>
-      sql`UPDATE ${state} SET paused_note = ${note}, paused_by = ${by}, paused_at = ${at}
-        WHERE reference = ${reference} AND paused_note IS NULL`,
+    /** Pauses the schedule unless it is paused already: true when this paused it. */
+    pause: (reference: string, note: string, by: string, at: number): Effect.Effect<boolean, SqlError> =>
+      Effect.map(
+        sql<{ readonly reference: string }>`UPDATE ${state} SET paused_note = ${note}, paused_by = ${by},
+          paused_at = ${at}
+          WHERE reference = ${reference} AND paused_note IS NULL RETURNING reference`,
+        (rows) => rows.length > 0
+      ),
     resume: (reference: string) =>
       sql`UPDATE ${state} SET paused_note = NULL, paused_by = NULL, paused_at = NULL, failures_in_row = 0
         WHERE reference = ${reference}`,
