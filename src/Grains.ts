@@ -155,7 +155,9 @@ type KindRequirements<Kinds extends ReadonlyArray<Grain<any, any, any, any>>> =
 /**
  * Registers grain kinds on the current `ActorSystem`. The kinds and options are checked first: a kind the layer cannot
  * run (a duplicate or empty name, a handler that is not a function, an unusable passivation or mailbox capacity)
- * fails the layer with `Grain.InvalidGrainKind`, a bad option with `InvalidGrainsOptions`.
+ * fails the layer with `Grain.InvalidGrainKind`, a bad option with `InvalidGrainsOptions`. A kind name has one kind
+ * per system: a kind another `Grains` layer of the system registered (the same `Grain.make` value) runs in that layer's
+ * activations, so both layers reach the same grains; another kind under that name is an `InvalidGrainKind` (`name`).
  *
  * @example
  * ```ts
