@@ -300,7 +300,8 @@ export const isEntity = (u: unknown): u is Entity<unknown, Command, unknown, unk
 /**
  * `makeRegistry` was given a kind it cannot run: not made by `Entity.make`, an empty or blank name, an `initialize`,
  * handler or hook that is not a function, `commands` that is not an object of functions, `timers` that is not an
- * array of `{ interval, run }`, or a mailbox capacity that is not a whole number >= 1. `field` names it (`commands.X`,
+ * array of `{ interval, run }`, a mailbox capacity that is not a whole number >= 1, or a name whose registry is open
+ * in the system for another definition (one definition per kind name and system). `field` names it (`commands.X`,
  * `timers[0].run`); nothing is started. Bad timer durations fail with `TimerError.InvalidTimerInterval` /
  * `InvalidTimerDelay` instead.
  *
@@ -486,9 +487,12 @@ export interface EntityRegistry<in Cmd> extends Pipeable {
 export const isEntityRegistry = (u: unknown): u is EntityRegistry<never> => Predicate.hasProperty(u, RegistryTypeId)
 
 /**
- * Starts the registry of an entity kind in the current `ActorSystem`, for the scope's lifetime. Closing the scope
- * stops every awake entity as system shutdown does (a handler in flight is interrupted, `onShutdown` runs) and waits
- * for them; use `sleep` for a graceful stop after the queued messages. The definition is checked here: what it cannot
+ * Starts the registry of an entity kind in the current `ActorSystem`, for the scope's lifetime. A kind has one
+ * registry per system: a second call with the same kind (the same `Entity.make` value) gives the registry already
+ * open, with the first call's services and game clock, and it stays open until the last scope that asked for it
+ * closes; another definition under a name whose registry is open fails with `InvalidEntityDefinition` (`name`).
+ * Closing the last scope stops every awake entity as system shutdown does (a handler in flight is interrupted,
+ * `onShutdown` runs) and waits for them; use `sleep` for a graceful stop after the queued messages. The definition is checked here: what it cannot
  * use fails with `InvalidEntityDefinition`, a bad declarative timer interval or initial delay with
  * `InvalidTimerInterval` / `InvalidTimerDelay`. Provide a `GameClock` to skip time; without one the game clock is the
  * system clock.

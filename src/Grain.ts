@@ -211,7 +211,7 @@ export class UnknownGrainKind extends Data.TaggedError("UnknownGrainKind")<{
 
 /**
  * `Grains.layer` was given a kind it cannot run: not made by `Grain.make`, an empty or blank name, a name given twice,
- * a handler that is not a function, an unusable passivation (`Passivation.idle("soon")`, `messageCount(0)`), or a
+ * a name another `Grains` layer of the system registered for another kind (one kind per name and system), a handler that is not a function, an unusable passivation (`Passivation.idle("soon")`, `messageCount(0)`), or a
  * mailbox capacity that is not a whole number >= 1. `field` names what is wrong; the layer fails and starts nothing.
  *
  * @example

@@ -17,6 +17,7 @@ import { askTimeoutMillis } from "./internal/askTimeout.js"
 import {
   type GrainAskError,
   GrainRegistry,
+  holdKinds,
   keyProblem,
   passivationProblem,
   registerService,
@@ -154,7 +155,9 @@ type KindRequirements<Kinds extends ReadonlyArray<Grain<any, any, any, any>>> =
 /**
  * Registers grain kinds on the current `ActorSystem`. The kinds and options are checked first: a kind the layer cannot
  * run (a duplicate or empty name, a handler that is not a function, an unusable passivation or mailbox capacity)
- * fails the layer with `Grain.InvalidGrainKind`, a bad option with `InvalidGrainsOptions`.
+ * fails the layer with `Grain.InvalidGrainKind`, a bad option with `InvalidGrainsOptions`. A kind name has one kind
+ * per system: a kind another `Grains` layer of the system registered (the same `Grain.make` value) runs in that layer's
+ * activations, so both layers reach the same grains; another kind under that name is an `InvalidGrainKind` (`name`).
  *
  * @example
  * ```ts
@@ -177,7 +180,7 @@ export const layer = <const Kinds extends ReadonlyArray<Grain<any, any, any, any
   kinds: Kinds,
   options: Options = {}
 ): Layer.Layer<Grains, InvalidGrainKind | InvalidGrainsOptions, ActorSystem | KindRequirements<Kinds>> =>
-  Layer.effect(
+  Layer.scoped(
     Grains,
     Effect.gen(function* () {
       if (!Array.isArray(kinds)) {
@@ -190,11 +193,14 @@ export const layer = <const Kinds extends ReadonlyArray<Grain<any, any, any, any
       const passivation = yield* checkOptions(options)
       const system = yield* ActorSystem
       const runtime = yield* Effect.runtime<KindRequirements<Kinds>>()
-      const registry = new GrainRegistry(system, runtime as never, byName, passivation)
+      const own = new GrainRegistry(system, runtime as never, byName, passivation)
+      // a kind another layer of this system registered runs in that layer's registry (one kind per name and system)
+      const routes = yield* holdKinds(system, byName, own)
+      const registryOf = (kind: Grain<any, any, any, any>): GrainRegistry => routes.get(kind?.name) ?? own
       const service: GrainsService = {
         tell: (kind, key, message) => {
           const invalid = keyProblem(kind, key)
-          return invalid === undefined ? registry.tell(kind, key, message) : Effect.fail(invalid)
+          return invalid === undefined ? registryOf(kind).tell(kind, key, message) : Effect.fail(invalid)
         },
         ask: <A, Msg>(kind: Grain<Msg, any, any, any>, key: string, message: Msg, timeout?: Duration.DurationInput) =>
           Either.match(askTimeoutMillis(timeout, 5_000), {
@@ -202,22 +208,24 @@ export const layer = <const Kinds extends ReadonlyArray<Grain<any, any, any, any
             onRight: (timeoutMillis) => {
               const invalid = keyProblem(kind, key)
               if (invalid !== undefined) return Effect.fail(invalid)
-              return registry.ask(kind, key, message).pipe(
-                Effect.timeoutFail({
-                  duration: Duration.millis(timeoutMillis),
-                  onTimeout: () => new AskTimeout({ recipient: `grain ${kind.name}/${key}`, timeoutMillis })
-                })
-              ) as Effect.Effect<A | undefined, AskError>
+              return registryOf(kind)
+                .ask(kind, key, message)
+                .pipe(
+                  Effect.timeoutFail({
+                    duration: Duration.millis(timeoutMillis),
+                    onTimeout: () => new AskTimeout({ recipient: `grain ${kind.name}/${key}`, timeoutMillis })
+                  })
+                ) as Effect.Effect<A | undefined, AskError>
             }
           }),
         timers: (kind, key) => {
           const invalid = keyProblem(kind, key)
-          return invalid === undefined ? registry.timersOf(kind, key) : Effect.fail(invalid)
+          return invalid === undefined ? registryOf(kind).timersOf(kind, key) : Effect.fail(invalid)
         },
-        isActive: (kind, key) => Effect.sync(() => registry.isActive(kind, key)),
-        activations: Effect.sync(() => registry.size)
+        isActive: (kind, key) => Effect.sync(() => registryOf(kind).isActive(kind, key)),
+        activations: Effect.sync(() => own.size)
       }
-      registerService(service, registry)
+      registerService(service, own)
       return service
     })
   )

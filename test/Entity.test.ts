@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, TestClock } from "effect"
+import { Context, Effect, Either, Exit, Fiber, Layer, TestClock } from "effect"
 import { ActorRef, ActorSystem, EventStream } from "tickwork"
 import { TestProbe, TestSystem } from "tickwork/testkit"
 import * as Entity from "../src/Entity.js"
@@ -447,5 +447,106 @@ describe("bad input", () => {
       assert.strictEqual(asked._tag, "AskUndeliverable")
       assert.isFalse(yield* registry.isAwake("p1"), "nothing woke")
     }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+})
+
+describe("one registry per kind and system", () => {
+  type CounterCmd =
+    | { readonly _tag: "Add"; readonly amount: number }
+    | { readonly _tag: "Get"; readonly replyTo: ActorRef.ActorRef<number> }
+  const makeCounter = () =>
+    Entity.make<number, CounterCmd>()({
+      name: "Counter",
+      initialize: () => Effect.succeed(0),
+      commands: {
+        Add: (cmd, n) => Effect.succeed(n + cmd.amount),
+        Get: (cmd, n) => Effect.as(cmd.replyTo.tell(n), n)
+      }
+    })
+  const get = (replyTo: ActorRef.ActorRef<number>): CounterCmd => ({ _tag: "Get", replyTo })
+
+  /** Asks entity `id` of `registry` for its count, on virtual time: None when no answer came within a second. */
+  const countWithin = (registry: Entity.EntityRegistry<CounterCmd>, id: string) =>
+    Effect.gen(function* () {
+      const fiber = yield* Effect.fork(Effect.either(ActorRef.ask(registry.ref(id), get, "1 second")))
+      yield* TestClock.adjust("2 seconds")
+      const answer = yield* Fiber.join(fiber)
+      return Either.getOrUndefined(answer)
+    })
+
+  it.effect("a second makeRegistry of the same kind gives the same registry, which reaches every entity", () =>
+    Effect.gen(function* () {
+      const Counter = makeCounter()
+      const first = yield* Entity.makeRegistry(Counter)
+      yield* first.tell("c1", { _tag: "Add", amount: 3 })
+      const second = yield* Entity.makeRegistry(Counter)
+      assert.strictEqual(yield* countWithin(second, "c1"), 3)
+      assert.isTrue(second === first, "the same registry")
+      yield* second.tell("c1", { _tag: "Add", amount: 4 })
+      assert.strictEqual(yield* countWithin(first, "c1"), 7)
+      assert.strictEqual(
+        yield* TestSystem.inside(TestSystem.entity<number, CounterCmd>(second, "c1"), (_ctx, n) => Effect.succeed(n)),
+        7
+      )
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect("another definition under a kind name that has a registry is InvalidEntityDefinition (name)", () =>
+    Effect.gen(function* () {
+      const first = yield* Entity.makeRegistry(makeCounter())
+      yield* first.tell("c1", { _tag: "Add", amount: 1 })
+      const error = yield* Effect.flip(Entity.makeRegistry(makeCounter()))
+      assert.strictEqual(error._tag, "InvalidEntityDefinition")
+      if (error._tag !== "InvalidEntityDefinition") return
+      assert.strictEqual(error.kind, "Counter")
+      assert.strictEqual(error.field, "name")
+      assert.include(error.message, "already has a registry in ActorSystem entities")
+      // the first registry is untouched
+      assert.strictEqual(yield* countWithin(first, "c1"), 1)
+    }).pipe(Effect.scoped, Effect.provide(SystemLive))
+  )
+
+  it.effect("the registry lives until the last scope that made it closes; then the name is free again", () =>
+    Effect.gen(function* () {
+      const Counter = makeCounter()
+      const outer = yield* Entity.makeRegistry(Counter)
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const inner = yield* Entity.makeRegistry(Counter)
+          yield* inner.tell("c1", { _tag: "Add", amount: 2 })
+        })
+      )
+      // the inner scope has closed: the outer scope still holds the registry, and the entity kept its model
+      assert.isTrue(yield* outer.isAwake("c1"))
+      assert.strictEqual(yield* countWithin(outer, "c1"), 2)
+    }).pipe(
+      Effect.scoped,
+      Effect.zipRight(
+        // every scope has closed: the name takes another definition, whose entities start afresh
+        Effect.scoped(
+          Effect.gen(function* () {
+            const again = yield* Entity.makeRegistry(makeCounter())
+            assert.strictEqual(yield* countWithin(again, "c1"), 0)
+          })
+        )
+      ),
+      Effect.provide(SystemLive)
+    )
+  )
+
+  it.effect("a registry is per system: the same kind in two systems runs two registries", () =>
+    Effect.gen(function* () {
+      const Counter = makeCounter()
+      const inSystem = (name: string) =>
+        Effect.flatMap(Layer.build(ActorSystem.layer({ name })), (system) =>
+          Effect.provide(Entity.makeRegistry(Counter), system)
+        )
+      const a = yield* inSystem("a")
+      const b = yield* inSystem("b")
+      assert.isTrue(a !== b, "two registries")
+      yield* a.tell("c1", { _tag: "Add", amount: 5 })
+      assert.strictEqual(yield* countWithin(a, "c1"), 5)
+      assert.strictEqual(yield* countWithin(b, "c1"), 0)
+    }).pipe(Effect.scoped)
   )
 })

@@ -756,9 +756,10 @@ describe("bad input", () => {
       const { layer, logs } = captureLogs()
       const probe = yield* TestProbe.make<string>()
       yield* Effect.gen(function* () {
-        const kind = (deadline: unknown) =>
+        // two kinds: one definition per kind name and system
+        const kind = (name: string, deadline: unknown) =>
           Entity.make<Model, Cmd>()({
-            name: "Poller",
+            name,
             initialize: () => Effect.succeed({ ticks: 0 }),
             commands: {
               Tick: (_cmd, model) => Effect.succeed(model),
@@ -775,14 +776,14 @@ describe("bad input", () => {
               })
             ]
           })
-        const good = yield* Entity.makeRegistry(kind(150))
+        const good = yield* Entity.makeRegistry(kind("Poller", 150))
         yield* good.tell("millis", tick("start"))
-        const bad = yield* Entity.makeRegistry(kind("soon"))
+        const bad = yield* Entity.makeRegistry(kind("BadPoller", "soon"))
         yield* bad.tell("garbage", tick("start"))
         yield* TestClock.adjust("250 millis")
         assert.deepStrictEqual(yield* arrivals(probe), ["millis:due@200"])
       }).pipe(Effect.scoped, Effect.provide(SystemLive), Effect.provide(layer))
-      const failed = logs.filter((l) => l.level === "ERROR" && l.annotations.actor === "/user/Poller:garbage")
+      const failed = logs.filter((l) => l.level === "ERROR" && l.annotations.actor === "/user/BadPoller:garbage")
       assert.isAtLeast(failed.length, 1, "the failing poll reached supervision")
     })
   )

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Context, type Duration, Effect, Layer, TestClock } from "effect"
+import { Context, type Duration, Effect, Either, Fiber, Layer, TestClock } from "effect"
 import { ActorSystem, Grain, Grains, GrainTimers, Passivation } from "tickwork"
 import { TestProbe, TestSystem } from "tickwork/testkit"
 import { captureLogs } from "./utils.js"
@@ -1030,5 +1030,47 @@ describe("bad input", () => {
         assert.include(yield* events(probe), "asked#1(told)")
       })
     )
+  )
+})
+
+describe("one grain kind per name and system", () => {
+  /** A grain that counts what it is told and replies with the count when asked for it. */
+  const makeCounter = () =>
+    Grain.make<"add" | "get">()({
+      name: "counter",
+      onActivate: () => Effect.succeed(0),
+      onReceive: (ctx, n) => {
+        if (ctx.message === "add") return Effect.succeed(n + 1)
+        return Effect.as(ctx.reply(n), n)
+      }
+    })
+  /** A second `Grains` layer in the test's system. */
+  const grainsOf = (kinds: ReadonlyArray<Grain.Grain<any, any, any, any>>) =>
+    Effect.map(Layer.build(Grains.layer(kinds)), Context.get(Grains.Grains))
+
+  it.effect("two Grains layers with the same kind in one system reach the same activation", () =>
+    Effect.gen(function* () {
+      const Counter = makeCounter()
+      const first = yield* grainsOf([Counter])
+      const second = yield* grainsOf([Counter])
+      yield* first.tell(Counter, "c1", "add")
+      yield* second.tell(Counter, "c1", "add")
+      const fiber = yield* Effect.fork(Effect.either(second.ask(Counter, "c1", "get", "1 second")))
+      yield* TestClock.adjust("2 seconds")
+      const answer = yield* Fiber.join(fiber)
+      assert.deepStrictEqual(answer, Either.right(2))
+      assert.isTrue(yield* first.isActive(Counter, "c1"))
+    }).pipe(Effect.scoped, Effect.provide(TestSystem.layer({ name: "grains-twice" })))
+  )
+
+  it.effect("another kind under a name registered in the system is InvalidGrainKind (name)", () =>
+    Effect.gen(function* () {
+      yield* grainsOf([makeCounter()])
+      const error = yield* Effect.flip(grainsOf([makeCounter()]))
+      assert.strictEqual(error._tag, "InvalidGrainKind")
+      if (error._tag !== "InvalidGrainKind") return
+      assert.strictEqual(error.field, "name")
+      assert.include(error.message, "ActorSystem grains-twice")
+    }).pipe(Effect.scoped, Effect.provide(TestSystem.layer({ name: "grains-twice" })))
   )
 })

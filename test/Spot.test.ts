@@ -859,3 +859,14 @@ describe("bad input", () => {
     }).pipe(Effect.provide(SystemLive))
   )
 })
+
+describe("one Spot per name and system", () => {
+  it.effect("a second Spot under a name in use is ActorNameTaken; the first one keeps answering", () =>
+    Effect.gen(function* () {
+      const first = yield* Spot.spawn({ initialState: 1 }, "config")
+      const taken = yield* Effect.flip(Spot.spawn({ initialState: 2 }, "config"))
+      assert.strictEqual(taken._tag, "ActorNameTaken")
+      assert.strictEqual(yield* first.run((ctx) => ctx.state), 1)
+    }).pipe(Effect.provide(SystemLive))
+  )
+})

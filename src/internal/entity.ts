@@ -867,6 +867,96 @@ export class RegistryImpl<Model, Cmd extends Command, E, R> implements EntityReg
   })
 }
 
+// ------------------------------------------------------------------ one registry per kind and system
+
+/**
+ * The registry of a kind name in a system and the scopes that hold it. Its entities' actors are named after the kind
+ * (`actorName`), so a second registry of the kind could never spawn an entity the first one holds: `makeRegistry`
+ * gives the held registry again instead (Akka's `ClusterSharding.init` for a started type key).
+ */
+class HeldRegistry {
+  /** The scopes holding it; at zero it closes. */
+  users = 1
+  /** Set when the last scope has released it: completes once its entities have stopped and the name is free. */
+  closing: Latch | undefined = undefined
+
+  constructor(readonly registry: RegistryImpl<any, any, any, any>) {}
+}
+
+/** Registries by system, then by kind name. */
+const heldRegistries = new WeakMap<ActorSystemService, Map<string, HeldRegistry>>()
+
+const heldIn = (system: ActorSystemService): Map<string, HeldRegistry> => {
+  let byKind = heldRegistries.get(system)
+  if (byKind === undefined) heldRegistries.set(system, (byKind = new Map()))
+  return byKind
+}
+
+/** The registry of `entity` in `system`, when one is open for this very definition (the testkit finds it so). */
+export const registryIn = (
+  system: ActorSystemService,
+  entity: Entity<any, any, any, any>
+): RegistryImpl<any, any, any, any> | undefined => {
+  const held = heldRegistries.get(system)?.get(entity.name)
+  return held !== undefined && held.closing === undefined && held.registry.entity === entity ? held.registry : undefined
+}
+
+/**
+ * Holds the registry of `entity` in `system` for the caller's scope: the open one (the same definition) or a new one
+ * (`start`); another definition under a name whose registry is open is refused. A registry that is closing is waited
+ * for, then the name is free.
+ */
+const holdRegistry = <Model, Cmd extends Command, E, R>(
+  system: ActorSystemService,
+  entity: Entity<Model, Cmd, E, R>,
+  start: () => RegistryImpl<Model, Cmd, E, R>
+): Effect.Effect<RegistryImpl<Model, Cmd, E, R>, InvalidEntityDefinition, Scope.Scope> => {
+  const byKind = heldIn(system)
+  const hold = Effect.acquireRelease(
+    // one synchronous step: the table cannot change between the look-up and the hold
+    Effect.sync((): HeldRegistry | Latch | InvalidEntityDefinition => {
+      const open = byKind.get(entity.name)
+      if (open === undefined) {
+        const held = new HeldRegistry(start())
+        byKind.set(entity.name, held)
+        return held
+      }
+      if (open.closing !== undefined) return open.closing
+      if (open.registry.entity !== entity) {
+        return new InvalidEntityDefinition({
+          kind: entity.name,
+          field: "name",
+          reason:
+            `another definition of kind ${entity.name} already has a registry in ActorSystem ${system.name} ` +
+            "(one definition per kind name and system: pass the same Entity.make value to every makeRegistry)"
+        })
+      }
+      open.users++
+      return open
+    }),
+    (held) => (held instanceof HeldRegistry ? release(byKind, entity.name, held) : Effect.void)
+  )
+  return Effect.flatMap(hold, (held) => {
+    if (held instanceof HeldRegistry) return Effect.succeed(held.registry as RegistryImpl<Model, Cmd, E, R>)
+    if (held instanceof Latch) return Effect.zipRight(held.await, holdRegistry(system, entity, start))
+    return Effect.fail(held)
+  })
+}
+
+/** A scope lets go of a registry: the last one closes it, and the name is free once its entities have stopped. */
+const release = (byKind: Map<string, HeldRegistry>, name: string, held: HeldRegistry): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (--held.users > 0) return Effect.void
+    const closing = (held.closing = new Latch())
+    return Effect.ensuring(
+      held.registry.close,
+      Effect.sync(() => {
+        if (byKind.get(name) === held) byKind.delete(name)
+        closing.release()
+      })
+    )
+  })
+
 export const makeRegistry = <Model, Cmd extends Command, E, R>(
   entity: Entity<Model, Cmd, E, R>
 ): Effect.Effect<
@@ -885,7 +975,5 @@ export const makeRegistry = <Model, Cmd extends Command, E, R>(
     const runtime = yield* Effect.runtime<R>()
     const fallback = yield* Effect.clock
     const clock = Option.getOrElse(yield* currentState, () => new GameClockState(fallback))
-    const registry = new RegistryImpl(entity, declarative, system, runtime, clock)
-    yield* Effect.addFinalizer(() => registry.close)
-    return registry
+    return yield* holdRegistry(system, entity, () => new RegistryImpl(entity, declarative, system, runtime, clock))
   })

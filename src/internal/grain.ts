@@ -12,6 +12,7 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Runtime from "effect/Runtime"
+import type * as Scope from "effect/Scope"
 import * as Actor from "../Actor.js"
 import { type ActorRef, AskUndeliverable } from "../ActorRef.js"
 import type { ActorSystemService } from "../ActorSystem.js"
@@ -947,6 +948,70 @@ export const keyProblem = (kind: Grain<any, any, any, any>, key: unknown): Inval
         key: describeValue(key),
         reason: "a grain key must be a non-empty string"
       })
+
+/**
+ * A grain kind name held in a system by the `Grains` layers that registered it, and the registry that runs its
+ * activations. The activations' actors are named after the kind (`grain:<kind>:<key>`), so a second registry of the kind
+ * could never spawn a grain another one holds: a later layer with the same kind routes it to the holding registry.
+ */
+class HeldKind {
+  users = 1
+
+  constructor(
+    readonly kind: Grain<any, any, any, any>,
+    readonly registry: GrainRegistry
+  ) {}
+}
+
+/** The held kinds by system, then by name. */
+const heldKinds = new WeakMap<ActorSystemService, Map<string, HeldKind>>()
+
+/**
+ * Holds `kinds` in `system` for a `Grains` layer's scope and gives, by name, the registry that runs each: the one
+ * already holding it for the same kind, `registry` for the others. Another kind under a held name is an
+ * `InvalidGrainKind` (name), and nothing is held. A name is free again once every layer holding it has been released.
+ */
+export const holdKinds = (
+  system: ActorSystemService,
+  kinds: ReadonlyMap<string, Grain<any, any, any, any>>,
+  registry: GrainRegistry
+): Effect.Effect<ReadonlyMap<string, GrainRegistry>, InvalidGrainKind, Scope.Scope> => {
+  let byName = heldKinds.get(system)
+  if (byName === undefined) heldKinds.set(system, (byName = new Map()))
+  const table = byName
+  return Effect.flatMap(
+    Effect.acquireRelease(
+      // one synchronous step: the table cannot change between the check and the hold
+      Effect.sync((): Either.Either<ReadonlyArray<HeldKind>, InvalidGrainKind> => {
+        for (const [name, kind] of kinds) {
+          const held = table.get(name)
+          if (held !== undefined && held.kind !== kind) {
+            const reason =
+              `another grain kind named ${name} is registered in ActorSystem ${system.name} by another Grains layer ` +
+              "(one kind per name and system: pass the same Grain.make value to every layer)"
+            return Either.left(new InvalidGrainKind({ kind: name, field: "name", reason }))
+          }
+        }
+        const holds: Array<HeldKind> = []
+        for (const [name, kind] of kinds) {
+          const held = table.get(name)
+          if (held === undefined) table.set(name, new HeldKind(kind, registry))
+          else held.users++
+          holds.push(table.get(name)!)
+        }
+        return Either.right(holds)
+      }),
+      (holds) =>
+        Effect.sync(() => {
+          if (Either.isLeft(holds)) return
+          for (const held of holds.right) {
+            if (--held.users === 0 && table.get(held.kind.name) === held) table.delete(held.kind.name)
+          }
+        })
+    ),
+    Either.map((holds) => new Map(holds.map((held) => [held.kind.name, held.registry])))
+  )
+}
 
 /** The key of a grain identity in maps of activations. */
 export const idOf = (kind: string, key: string): string => `${kind}\u0000${key}`

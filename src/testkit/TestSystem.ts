@@ -17,11 +17,9 @@
  */
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Equal from "effect/Equal"
 import * as Exit from "effect/Exit"
-import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Random from "effect/Random"
 import * as Scope from "effect/Scope"
@@ -36,7 +34,7 @@ import * as Grains from "../Grains.js"
 import type { ActorCell } from "../internal/actorCell.js"
 import { CellRef } from "../internal/actorCell.js"
 import { type SystemImpl, systemOf } from "../internal/actorSystem.js"
-import type { RegistryImpl } from "../internal/entity.js"
+import { type RegistryImpl, registryIn } from "../internal/entity.js"
 import { Activation, registryOf } from "../internal/grain.js"
 import type * as internal from "../internal/timeline.js"
 import { formatTimeline as formatLines, type Timeline } from "../internal/timeline.js"
@@ -63,8 +61,6 @@ export interface TestSystemService {
   readonly printLines: number
   /** The system's scope: entity registries started by `entities` live in it. */
   readonly scope: Scope.Scope
-  /** The registry `entities(kind)` started for each entity kind, once per system. */
-  readonly registries: Map<Entity.Entity<any, any, any, any>, Deferred.Deferred<Entity.EntityRegistry<any>, unknown>>
 }
 
 /**
@@ -175,8 +171,7 @@ const make = (
       grains: yield* Grains.Grains,
       startedAt,
       printLines,
-      scope,
-      registries: new Map()
+      scope
     }
     yield* Effect.addFinalizer((exit) =>
       Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause) && printLines > 0
@@ -320,8 +315,8 @@ export const entity: {
 
 /**
  * The registry of an entity kind in the test's system, started at the first call for the system's lifetime (no
- * `Scope` needed); later calls give the same registry (two registries of one kind would spawn their entities under
- * the same names). It carries the kind's model type: `entity(registry, id)` and `inside` on it are typed by it.
+ * `Scope` needed); later calls give the same registry (as `Entity.makeRegistry` does: one registry per kind and
+ * system). It carries the kind's model type: `entity(registry, id)` and `inside` on it are typed by it.
  *
  * @example
  * ```ts
@@ -351,28 +346,12 @@ export const entities = <Model, Cmd extends Entity.Command, E, R>(
   R | TestSystem
 > =>
   Effect.flatMap(TestSystem, (test) =>
-    Effect.suspend(() => {
-      const started = test.registries.get(kind)
-      if (started !== undefined) {
-        return Deferred.await(started) as Effect.Effect<
-          TestEntities<Model, Cmd>,
-          Entity.InvalidEntityDefinition | InvalidTimerInterval | InvalidTimerDelay
-        >
-      }
-      const deferred = Deferred.unsafeMake<Entity.EntityRegistry<any>, unknown>(FiberId.none)
-      test.registries.set(kind, deferred)
-      const start = Effect.provideService(
-        Scope.extend(Entity.makeRegistry(kind), test.scope),
-        ActorSystem.ActorSystem,
-        test.system
-      )
-      return Effect.onExit(start, (exit) => {
-        // a kind that could not start is not remembered: the next call tries again, and fails the same way
-        if (Exit.isFailure(exit)) test.registries.delete(kind)
-        return Deferred.done(deferred, exit)
-      })
-    })
-  )
+    Effect.provideService(Scope.extend(Entity.makeRegistry(kind), test.scope), ActorSystem.ActorSystem, test.system)
+  ) as Effect.Effect<
+    TestEntities<Model, Cmd>,
+    Entity.InvalidEntityDefinition | InvalidTimerInterval | InvalidTimerDelay,
+    R | TestSystem
+  >
 
 // ------------------------------------------------------------------------------------------------------ internals
 
@@ -395,11 +374,10 @@ const entityRegistry = (
 ): Effect.Effect<RegistryImpl<any, any, any, any>> => {
   const registry = owner.registry
   if (!Entity.isEntity(registry)) return Effect.succeed(registry as RegistryImpl<any, any, any, any>)
-  const started = test.registries.get(registry)
-  if (started === undefined) {
-    return fail(`entity kind ${registry.name} has no registry in this system: start it with TestSystem.entities(kind)`)
-  }
-  return Effect.orDie(Deferred.await(started)) as Effect.Effect<RegistryImpl<any, any, any, any>>
+  const started = registryIn(test.system, registry)
+  return started === undefined
+    ? fail(`entity kind ${registry.name} has no registry in this system: start it with TestSystem.entities(kind)`)
+    : Effect.succeed(started)
 }
 
 /** The actor path of an owner: what the timeline and the counts name it by. */
