@@ -687,7 +687,7 @@ export const layer = (
         })
 
       /** Where it can, registration writes the first occurrences with the rows (`internal/occurrenceSql.ts`). */
-      const occurrences = Occurrences.make(sharding, sql)
+      const occurrences = yield* Occurrences.make(sharding, sql)
 
       /**
        * Writes checked registrations of one kind: each reminder's row and its first occurrence, all or none (one

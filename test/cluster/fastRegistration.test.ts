@@ -26,6 +26,7 @@ import { Clock, Context, Effect, Exit, Fiber, Layer, Option, Schema, Scope, Test
 import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
 import { ReminderDelivery } from "../../src/cluster/internal/grainProtocol.js"
+import * as Occurrences from "../../src/cluster/internal/occurrenceSql.js"
 import { pgStorage, pgUnavailable, startRunner, type TestRunner } from "./conformance-helpers.js"
 
 const pgSkip = await pgUnavailable("fast registration", "the PostgreSQL variant")
@@ -210,6 +211,40 @@ for (const backend of backends) {
             check("c", ["+c", "c:cron/0@5000", "c:cron/0@10000"])
             check("d", ["+d", "d:new/0@6501"])
             assert.strictEqual(events.length, 11)
+            yield* Scope.close(runner.scope, Exit.void)
+          }),
+        60_000
+      )
+
+      it.scoped(
+        "the write path is taken only while the messages table has exactly @effect/cluster's columns; else a send",
+        () =>
+          Effect.gen(function* () {
+            const { prefix, start } = yield* setup
+            const { events, kind } = makeSubject(`fast-drift-${backend.name}`)
+            const runner = yield* start(1)
+            const writerOf = Effect.flatMap(Effect.all([Sharding.Sharding, SqlClient.SqlClient]), ([sharding, sql]) =>
+              Occurrences.make(sharding, sql)
+            ).pipe(Effect.provide(runner.context))
+            assert.isDefined(yield* writerOf)
+            const sql = (yield* Effect.provide(SqlClient.SqlClient, runner.context)).withoutTransforms()
+            // A column this version does not know of (another @effect/cluster format): the write path steps aside.
+            yield* sql`ALTER TABLE ${sql(`${prefix}_messages`)} ADD COLUMN drift TEXT`
+            assert.isUndefined(yield* writerOf)
+            // Registration still works, through Sharding's own send.
+            const grains = yield* withGrains(runner, kind)
+            const fiber = yield* Effect.fork(
+              Reminders.registerFor(kind, "x", "r", wake("sent"), Reminders.after("2 seconds")).pipe(
+                Effect.provide(grains)
+              )
+            )
+            yield* advanceTo(1_000, backend.settleMillis, backend.step)
+            yield* Fiber.join(fiber)
+            yield* advanceTo(4_000, backend.settleMillis, backend.step)
+            assert.deepStrictEqual(
+              events.map((event) => event.split("@")[0]),
+              ["+x", "x:sent/0"]
+            )
             yield* Scope.close(runner.scope, Exit.void)
           }),
         60_000

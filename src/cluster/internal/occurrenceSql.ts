@@ -15,8 +15,10 @@
  * a change of format fails there.
  *
  * It is used only where it is sure to write the runner's own message storage: a runner built by `ClusterRunner` (it
- * records its storage in `runnerStorages`) whose `SqlClient` is the reminders' own, on SQLite or PostgreSQL.
- * Elsewhere registration sends each occurrence through the cluster as before.
+ * records its storage in `runnerStorages`) whose `SqlClient` is the reminders' own, on SQLite or PostgreSQL, and
+ * whose messages table has exactly the columns of the format above (read once, when the reminders service is built:
+ * a table another @effect/cluster version made is not written to blindly). Elsewhere registration sends each
+ * occurrence through the cluster as before.
  *
  * A send also wakes the runner that owns the grain's shard (a storage read, then local arming's scan). Here the rows
  * are committed first, then this runner's read loop is opened (`Sharding.pollStorage`) when an occurrence of its own
@@ -115,22 +117,89 @@ export interface OccurrenceWriter {
 const PG_CHUNK = 1_000
 
 /**
+ * The columns of `<prefix>_messages` as @effect/cluster 0.60's `SqlMessageStorage` creates it, by dialect (SQLite's
+ * `rowid` is implicit, not a column `PRAGMA table_info` lists).
+ */
+const MESSAGE_COLUMNS = [
+  "id",
+  "message_id",
+  "shard_id",
+  "entity_type",
+  "entity_id",
+  "kind",
+  "tag",
+  "payload",
+  "headers",
+  "trace_id",
+  "span_id",
+  "sampled",
+  "processed",
+  "request_id",
+  "reply_id",
+  "last_reply_id",
+  "last_read",
+  "deliver_at"
+]
+const expectedColumns = {
+  sqlite: MESSAGE_COLUMNS.slice().sort().join(","),
+  pg: [...MESSAGE_COLUMNS, "rowid"].sort().join(",")
+}
+
+/**
  * The writer for the runner behind `sharding`, when registration may write its message storage directly: the
- * runner was built by `ClusterRunner`, over `sql` itself, on SQLite or PostgreSQL. Undefined otherwise.
+ * runner was built by `ClusterRunner`, over `sql` itself, on SQLite or PostgreSQL, and its messages table has exactly
+ * the columns this module writes for (read once, here): a table of another @effect/cluster format is left to
+ * `Sharding`'s own send (logged). Undefined otherwise.
  */
 export const make = (
   sharding: Context.Tag.Service<Sharding>,
   sql: SqlClient.SqlClient
-): OccurrenceWriter | undefined => {
+): Effect.Effect<OccurrenceWriter | undefined> => {
   const storage = runnerStorages.get(sharding)
-  if (storage === undefined || storage.sql !== sql) return undefined
+  if (storage === undefined || storage.sql !== sql) return Effect.succeed(undefined)
   const dialect = sql.onDialectOrElse({
     pg: () => "pg" as const,
     sqlite: () => "sqlite" as const,
     orElse: () => undefined
   })
-  if (dialect === undefined) return undefined
+  if (dialect === undefined) return Effect.succeed(undefined)
   const raw = sql.withoutTransforms()
+  const tableName = `${storage.prefix}_messages`
+  const columns =
+    dialect === "pg"
+      ? raw<{ readonly name: string }>`SELECT column_name AS name FROM information_schema.columns
+          WHERE table_schema = current_schema() AND table_name = ${tableName}`
+      : raw<{ readonly name: string }>`SELECT name FROM pragma_table_info(${tableName})`
+  return Effect.flatMap(
+    Effect.either(
+      Effect.map(columns, (rows) =>
+        rows
+          .map(({ name }) => name)
+          .sort()
+          .join(",")
+      )
+    ),
+    (found) => {
+      if (found._tag === "Right" && found.right === expectedColumns[dialect]) {
+        return Effect.succeed(writer(sharding, storage, dialect, raw))
+      }
+      return Effect.as(
+        Effect.logWarning(
+          `reminders: ${tableName} is not the messages table this version writes (columns ` +
+            `${found._tag === "Right" ? found.right : "unreadable"}); registration sends each occurrence instead`
+        ),
+        undefined
+      )
+    }
+  )
+}
+
+const writer = (
+  sharding: Context.Tag.Service<Sharding>,
+  storage: { readonly prefix: string; readonly pollMillis: number },
+  dialect: "pg" | "sqlite",
+  raw: SqlClient.SqlClient
+): OccurrenceWriter => {
   const messages = raw(`${storage.prefix}_messages`)
   const pollMillis = storage.pollMillis
 
