@@ -22,11 +22,12 @@ import * as Headers from "@effect/platform/Headers"
 import * as RpcClient from "@effect/rpc/RpcClient"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Context, Effect, Exit, Fiber, Layer, Option, Schema, Scope, TestClock } from "effect"
-import { ActorSystem, Grain } from "tickwork"
+import { Clock, Context, Effect, Either, Exit, Fiber, Layer, Option, Schema, Scope, TestClock } from "effect"
+import { ActorSystem, Grain, Schedules } from "tickwork"
 import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
 import { ReminderDelivery } from "../../src/cluster/internal/grainProtocol.js"
 import * as Occurrences from "../../src/cluster/internal/occurrenceSql.js"
+import { updatesWithRace } from "../../src/cluster/internal/reminderSchedules.js"
 import { pgStorage, pgUnavailable, startRunner, type TestRunner } from "./conformance-helpers.js"
 
 const pgSkip = await pgUnavailable("fast registration", "the PostgreSQL variant")
@@ -504,6 +505,56 @@ describe("registration on a runner not built by ClusterRunner", () => {
       )
       assert.isAtLeast(Number(events[1]!.split("@")[1]), 3_001)
       assert.isAtMost(Number(events[1]!.split("@")[1]), 4_001)
+    })
+  )
+
+  it.scoped("an update racing an unregistration or a new registration writes nothing here too (row, then send)", () =>
+    Effect.gen(function* () {
+      const { base, events, kind } = yield* build("custom-race")
+      const race = updatesWithRace.get(Context.get(base, Reminders.Reminders).schedules)!
+      const inBackground = <A, E>(effect: Effect.Effect<A, E>, until: number) =>
+        Effect.gen(function* () {
+          const fiber = yield* Effect.fork(Effect.either(effect))
+          yield* advanceTo(until, 0)
+          return yield* Fiber.join(fiber)
+        })
+      for (const key of ["g", "h", "i"]) {
+        yield* inBackground(
+          Reminders.registerFor(kind, key, "r", wake(key), Reminders.after("30 seconds")).pipe(Effect.provide(base)),
+          (yield* Clock.currentTimeMillis) + 1_000
+        )
+      }
+      const every = { spec: Schedules.every("5 seconds") }
+      const gone = yield* inBackground(
+        race("custom-race/g/r", Reminders.unregisterFor(kind, "g", "r").pipe(Effect.provide(base)), every),
+        4_000
+      )
+      assert.deepStrictEqual(Either.isLeft(gone) ? gone.left._tag : "updated", "ScheduledReferenceNotFound")
+      const again = yield* inBackground(
+        race(
+          "custom-race/h/r",
+          Reminders.registerFor(kind, "h", "r", wake("h2"), Reminders.after("40 seconds")).pipe(Effect.provide(base)),
+          every
+        ),
+        5_000
+      )
+      assert.deepStrictEqual(Either.isLeft(again) ? again.left._tag : "updated", "ScheduleStorageError")
+      // Nothing raced: the update is written, then its occurrence sent.
+      const updated = yield* inBackground(race("custom-race/i/r", Effect.void, every), 6_000)
+      assert.isTrue(Either.isRight(updated))
+      const listed = yield* Effect.forEach(["g", "h", "i"], (key) =>
+        Reminders.listFor(kind, key).pipe(Effect.provide(base))
+      )
+      assert.deepStrictEqual(
+        listed.map((rows) => rows.map((row) => row.periodMillis ?? "once")),
+        [[], ["once"], [5_000]]
+      )
+      yield* advanceTo(12_500, 0)
+      // Only the updated one's occurrences so far: none for "g" (gone), "h" keeps its 40 s.
+      assert.deepStrictEqual(
+        events.filter((event) => !event.startsWith("+")).map((event) => event.split("@")[0]),
+        ["i:i/0"]
+      )
     })
   )
 })
