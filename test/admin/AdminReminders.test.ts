@@ -6,11 +6,11 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Context, Effect, Exit, Fiber, Layer, Schema, Scope, TestServices } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Schema, Scope } from "effect"
 import { ActorSystem, Grain, Schedules } from "tickwork"
 import { Admin } from "tickwork/admin"
 import { ClusterGrain, ClusterRunner, ClusterSchedules, Reminders } from "tickwork/cluster"
-import { advance, startRunner } from "../cluster/conformance-helpers.js"
+import { advance, meanwhile, startRunner } from "../cluster/conformance-helpers.js"
 
 /** When each grain got its message (key, time). */
 const received: Array<[string, number]> = []
@@ -45,17 +45,6 @@ describe("the admin API over reminders", () => {
         ),
         runner.scope
       ).pipe(Effect.provide(runner.context))
-      /**
-       * `effect` while the clock moves a second (an occurrence's send waits for the storage's poll); the clock moves
-       * after a moment of real time, so that a request reaches the server (and reads the time) first.
-       */
-      const meanwhile = <A, E>(effect: Effect.Effect<A, E>) =>
-        Effect.gen(function* () {
-          const fiber = yield* Effect.fork(effect)
-          yield* TestServices.provideLive(Effect.sleep("200 millis"))
-          yield* advance(1)
-          return yield* Fiber.join(fiber)
-        })
       yield* meanwhile(
         Reminders.registerFor(Odd, key, name, "pay up", Reminders.after("10 seconds", { period: "10 seconds" })).pipe(
           Effect.provide(context)

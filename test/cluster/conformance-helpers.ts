@@ -4,7 +4,7 @@
  * PostgreSQL variants can run.
  */
 import type { SqlClient } from "@effect/sql"
-import { Context, DateTime, Effect, Layer, Scope, TestClock, TestServices } from "effect"
+import { Context, DateTime, Effect, Fiber, Layer, Scope, TestClock, TestServices } from "effect"
 import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
 
 /** The PostgreSQL the pg variants use: TICKWORK_PG_URL, default the machine's local server (trust auth). */
@@ -42,6 +42,22 @@ export const advance = (seconds: number, settleMillis = 0): Effect.Effect<void> 
       yield* TestClock.adjust("1 second")
       if (settleMillis > 0) yield* TestServices.provideLive(Effect.sleep(settleMillis))
     }
+  })
+
+/**
+ * Runs `effect` while the clock moves one second (an occurrence's send waits for the storage's poll). The clock
+ * moves only after a moment of real time, in which storage on a socket answers what `effect` asks before the send:
+ * so `effect` reads the time before it moves, on every backend.
+ */
+export const meanwhile = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  move: Effect.Effect<void> = advance(1)
+): Effect.Effect<A, E, R> =>
+  Effect.gen(function* () {
+    const fiber = yield* Effect.fork(effect)
+    yield* TestServices.provideLive(Effect.sleep("200 millis"))
+    yield* move
+    return yield* Fiber.join(fiber)
   })
 
 /** A runner without sockets over `storage`, in a scope of its own (close it to take the runner away). */

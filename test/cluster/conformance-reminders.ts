@@ -3,11 +3,11 @@
  * conformance.test.ts against each storage backend.
  */
 import { assert, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Fiber, Layer, Metric, Schedule, Schema, Scope, TestServices } from "effect"
+import { Clock, Effect, Exit, Fiber, Layer, Metric, Schedule, Schema, Scope } from "effect"
 import { ActorSystem, Grain, Metrics, Schedules } from "tickwork"
 import { ClusterGrain, ClusterSchedules, Reminders } from "tickwork/cluster"
 import { updatesWithRace } from "../../src/cluster/internal/reminderSchedules.js"
-import type { TestRunner } from "./conformance-helpers.js"
+import { meanwhile as meanwhileMoving, type TestRunner } from "./conformance-helpers.js"
 import type { ScheduleCasesHost } from "./conformance-schedules.js"
 
 /** A schedule event's count, process-wide (`Metrics.scheduleEvents(event)`). */
@@ -101,6 +101,8 @@ const operated = (
 type Operated = Effect.Effect.Success<ReturnType<typeof operated>>
 
 export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
+  /** `effect` while this backend's clock moves one second (conformance-helpers' `meanwhile`). */
+  const meanwhile = <A, E>(effect: Effect.Effect<A, E>) => meanwhileMoving(effect, advance(1))
   /** Registers a reminder (the send waits for the shard: the clock must move meanwhile). */
   const register = (runner: Operated, key: string, name: string, schedule: Reminders.ReminderSchedule) =>
     Effect.gen(function* () {
@@ -123,19 +125,6 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
       const fiber = yield* Effect.fork(
         Reminders.registerFor(FlakyGrain, key, name, { text }, schedule).pipe(Effect.provide(runner.context))
       )
-      yield* advance(1)
-      return yield* Fiber.join(fiber)
-    })
-
-  /**
-   * Runs `effect` while the clock moves one second (an occurrence's send waits for the storage's poll). The clock
-   * moves only after a moment of real time, in which storage on a socket answers what `effect` asks before the send:
-   * so `effect` reads the time before it moves, on every backend.
-   */
-  const meanwhile = <A, E>(effect: Effect.Effect<A, E>) =>
-    Effect.gen(function* () {
-      const fiber = yield* Effect.fork(effect)
-      yield* TestServices.provideLive(Effect.sleep("200 millis"))
       yield* advance(1)
       return yield* Fiber.join(fiber)
     })

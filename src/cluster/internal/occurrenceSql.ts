@@ -41,7 +41,7 @@ import * as FiberRef from "effect/FiberRef"
 import * as PrimaryKey from "effect/PrimaryKey"
 import * as Schema from "effect/Schema"
 import { type AnyKindWire, localKind, ReminderDelivery, UnknownClusterGrainKind } from "./grainProtocol.js"
-import { chunks, type ReminderRow, type ReminderSql } from "./reminderSql.js"
+import { chunks, type ReminderRow, type ReminderSql, rowColumns } from "./reminderSql.js"
 import { runnerStorages } from "./runner.js"
 
 /** A row of `<prefix>_messages` as `SqlMessageStorage` writes a request (its `envelopeToRow`). */
@@ -236,14 +236,7 @@ const writer = (
   ): Effect.Effect<void, SqlError> => {
     const input = JSON.stringify(
       part.map(({ entry: { key, row }, message }) => ({
-        grain_key: key,
-        name: row.name,
-        generation: row.generation,
-        message: row.message,
-        next_due: row.nextDue,
-        period_millis: row.periodMillis ?? null,
-        cron: row.cron ?? null,
-        time_zone: row.timeZone ?? null,
+        ...rowColumns(key, row),
         id: message.id,
         message_id: message.message_id,
         shard_id: message.shard_id,

@@ -130,6 +130,18 @@ export interface ReminderSql {
   readonly remove: (kind: string, key: string, name: string, generation?: string) => Effect.Effect<boolean, SqlError>
 }
 
+/** A reminder's row as its table's columns, but for the kind. */
+export const rowColumns = (key: string, row: ReminderRow) => ({
+  grain_key: key,
+  name: row.name,
+  generation: row.generation,
+  message: row.message,
+  next_due: row.nextDue,
+  period_millis: row.periodMillis ?? null,
+  cron: row.cron ?? null,
+  time_zone: row.timeZone ?? null
+})
+
 export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Effect<ReminderSql, SqlError> =>
   Effect.gen(function* () {
     // Rows are read by their column names: no name transforms the client may be configured with.
@@ -147,17 +159,7 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
       time_zone TEXT,
       PRIMARY KEY (kind, grain_key, name)
     )`)
-    const columns = (kind: string, key: string, row: ReminderRow) => ({
-      kind,
-      grain_key: key,
-      name: row.name,
-      generation: row.generation,
-      message: row.message,
-      next_due: row.nextDue,
-      period_millis: row.periodMillis ?? null,
-      cron: row.cron ?? null,
-      time_zone: row.timeZone ?? null
-    })
+    const columns = (kind: string, key: string, row: ReminderRow) => ({ kind, ...rowColumns(key, row) })
     const onConflict = sql`ON CONFLICT (kind, grain_key, name) DO UPDATE SET
       generation = excluded.generation, message = excluded.message, next_due = excluded.next_due,
       period_millis = excluded.period_millis, cron = excluded.cron, time_zone = excluded.time_zone`
