@@ -127,6 +127,23 @@ describe("Reminders", () => {
     )
   )
 
+  // Known bug (docs/cluster.md, Known limits): `deliver` logs its own storage failures and returns, so the message is
+  // marked processed and the occurrence lost. `fails` while the bug stands; when it is fixed, drop `.fails`.
+  it.effect.fails("known bug: storage failing when an occurrence arrives loses it (it should come again)", () =>
+    withSubject(({ events, kind }) =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        assert.strictEqual(yield* ask(kind, { _tag: "After", name: "wake", label: "wake", delay: 10_000 }), "ok")
+        // The reminders' table is away when the occurrence arrives: its statements fail beyond their retries.
+        yield* sql`ALTER TABLE cluster_tickwork_reminders RENAME TO cluster_tickwork_reminders_away`
+        yield* advance(15)
+        yield* sql`ALTER TABLE cluster_tickwork_reminders_away RENAME TO cluster_tickwork_reminders`
+        yield* advance(30)
+        assert.strictEqual(fired(events).length, 1)
+      })
+    )
+  )
+
   it.effect("a periodic reminder keeps its grid", () =>
     withSubject(({ events, kind }) =>
       Effect.gen(function* () {
