@@ -55,7 +55,7 @@ import type * as Workers from "../Workers.js"
 export interface TestSystemService {
   readonly system: ActorSystem.ActorSystemService
   readonly grains: Grains.GrainsService
-  /** The clock's time when the system started: the timeline's `+0ms`. */
+  /** The clock's time when the system started: where the timeline's offsets count from. */
   readonly startedAt: number
   /** Lines of the timeline printed beside a failing test's error. */
   readonly printLines: number

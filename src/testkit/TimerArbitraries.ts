@@ -7,10 +7,14 @@
  */
 import * as Duration from "effect/Duration"
 import * as FastCheck from "effect/FastCheck"
+import { MIN_INTERVAL_MILLIS } from "../internal/duration.js"
 import * as OverrunPolicy from "../OverrunPolicy.js"
 
+const DEFAULT_MAX_MILLIS = Duration.toMillis(Duration.hours(1))
+
 /**
- * Durations of whole milliseconds in `[min, max]` (default 1 ms to 1 hour), shrinking toward `min`.
+ * Durations of whole milliseconds in `[min, max]`, shrinking toward `min`; by default from the shortest interval a
+ * timer accepts (`MIN_INTERVAL_MILLIS`) to an hour (`DEFAULT_MAX_MILLIS`).
  *
  * @example
  * ```ts
@@ -26,7 +30,9 @@ import * as OverrunPolicy from "../OverrunPolicy.js"
 export const duration = (
   options: { readonly min?: number; readonly max?: number } = {}
 ): FastCheck.Arbitrary<Duration.Duration> =>
-  FastCheck.integer({ min: options.min ?? 1, max: options.max ?? 3_600_000 }).map(Duration.millis)
+  FastCheck.integer({ min: options.min ?? MIN_INTERVAL_MILLIS, max: options.max ?? DEFAULT_MAX_MILLIS }).map(
+    Duration.millis
+  )
 
 const field = (max: number, min = 0): FastCheck.Arbitrary<string> =>
   FastCheck.oneof(
