@@ -293,8 +293,7 @@ class Incarnation<Model, Cmd extends Command>
   }
 
   noteMissed(entry: PeriodicEntry, count: number): void {
-    const timeline = this.cell.host.timeline
-    if (timeline !== undefined) for (let i = 0; i < count; i++) timeline.dropped(entry, "missed")
+    this.cell.host.timeline?.dropped(entry, "missed", count)
   }
 
   logDetached(warning: Effect.Effect<void>): void {

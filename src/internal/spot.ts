@@ -346,8 +346,7 @@ export class SpotRuntime<S> implements SpotTimerHost, TimerTable {
   /** Ticks the overrun policy dropped before this one: counted as `missed`, as an entity's missed invocations. */
   private noteSkipped(timer: SpotTimer, skipped: number): void {
     recordDropped("missed", skipped)
-    const timeline = this.cell.host.timeline
-    if (timeline !== undefined) for (let i = 0; i < skipped; i++) timeline.dropped(timer, "missed")
+    this.cell.host.timeline?.dropped(timer, "missed", skipped)
   }
 
   private startTimer<R>(

@@ -86,9 +86,10 @@ export class Timeline implements EngineObserver {
     this.count(this.push("delivered", entry)).delivered++
   }
 
-  dropped(entry: TimerEntry, reason: DropReason): void {
-    const line = this.push(reason === "stale" ? "stale" : "dropped", entry, reason)
-    this.count(line)[reason]++
+  /** `n` ticks of `entry` dropped for `reason`: one line (saying how many when more than one), counted `n` times. */
+  dropped(entry: TimerEntry, reason: DropReason, n = 1): void {
+    const line = this.push(reason === "stale" ? "stale" : "dropped", entry, n === 1 ? reason : `${reason} ×${n}`)
+    this.count(line)[reason] += n
   }
 
   /** The last `n` lines (all of them by default), oldest first. */

@@ -20,7 +20,7 @@ import * as Utils from "effect/Utils"
 import type { ActorRef } from "../ActorRef.js"
 import { CellRef } from "../internal/actorCell.js"
 import { FunctionRef } from "../internal/refs.js"
-import { advance, settle } from "./TestTimers.js"
+import { advance, now, settle } from "./TestTimers.js"
 
 /**
  * One recorded message.
@@ -137,8 +137,6 @@ const describe = (u: unknown): string => {
 
 const millisOf = (within: Duration.DurationInput | undefined): number =>
   within === undefined ? 0 : Duration.toMillis(Duration.decode(within))
-
-const now = Effect.clockWith((clock) => clock.currentTimeMillis)
 
 /** Moves the clock to the next pending sleep of the test, never past `deadline`; false when it is there already. */
 const stepToward = (deadline: number): Effect.Effect<boolean> =>

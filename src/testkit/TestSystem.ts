@@ -35,7 +35,7 @@ import type { ActorCell } from "../internal/actorCell.js"
 import { CellRef } from "../internal/actorCell.js"
 import { type SystemImpl, systemOf } from "../internal/actorSystem.js"
 import { type RegistryImpl, registryIn } from "../internal/entity.js"
-import { Activation, registryOf } from "../internal/grain.js"
+import { Activation, idOf, registryOf } from "../internal/grain.js"
 import type * as internal from "../internal/timeline.js"
 import { formatTimeline as formatLines, type Timeline } from "../internal/timeline.js"
 import type { DropReason } from "../Metrics.js"
@@ -43,6 +43,7 @@ import * as Schedules from "../Schedules.js"
 import * as Spot from "../Spot.js"
 import type { InvalidTimerDelay, InvalidTimerInterval, ScheduledReferenceNotFound } from "../TimerError.js"
 import type * as Workers from "../Workers.js"
+import { now, settle } from "./TestTimers.js"
 
 // ------------------------------------------------------------------------------------------------------ the layer
 
@@ -438,7 +439,7 @@ const grainCell = (test: TestSystemService, owner: GrainOwner<any, any>): Effect
  */
 const timerMessages = (cell: ActorCell): Map<string, unknown> => {
   const messages = new Map<string, unknown>()
-  const put = (kind: string, key: string, message: unknown) => messages.set(`${kind}\u0000${key}`, message)
+  const put = (kind: string, key: string, message: unknown) => messages.set(idOf(kind, key), message)
   for (const timer of cell.timers?.values() ?? []) put(timer.kind, timer.key, timer.message)
   if (cell.receiveTimeout !== undefined) put(cell.receiveTimeout.kind, "receive-timeout", cell.receiveTimeout.message)
   if (cell.owner instanceof Activation) {
@@ -580,7 +581,7 @@ export interface TestTimer {
  * @category combinators
  */
 export const timers = (owner: Owner): Effect.Effect<ReadonlyArray<TestTimer>, never, TestSystem> =>
-  Effect.flatMap(Effect.zipRight(TestClock.adjust(0), TestSystem), (test) =>
+  Effect.flatMap(Effect.zipRight(settle, TestSystem), (test) =>
     Effect.suspend(() => {
       const impl = implOf(test)
       const path = pathOf(owner)
@@ -598,7 +599,7 @@ export const timers = (owner: Owner): Effect.Effect<ReadonlyArray<TestTimer>, ne
         nextDue: info.nextDue,
         intervalMillis: info.intervalMillis,
         expression: info.expression,
-        message: messages?.get(`${info.kind}\u0000${info.key}`),
+        message: messages?.get(idOf(info.kind, info.key)),
         paused: false
       }))
       // a grain's passivation check is the runtime's, not one of the grain's timers
@@ -663,8 +664,6 @@ const listing = (owner: Owner, all: ReadonlyArray<TestTimer>, now: number): stri
     ? `${nameOf(owner)} holds no timers`
     : `${nameOf(owner)} holds:\n${all.map((timer) => `  - ${describeTimer(timer, now)}`).join("\n")}`
 
-const clockNow = Effect.clockWith((clock) => clock.currentTimeMillis)
-
 /**
  * Asserts that `owner` holds a timer `key` as `expected` describes (Akka's `expectEffect(TimerScheduled(...))`), and
  * returns it. Dies with a message naming what differs and listing the owner's timers.
@@ -693,7 +692,7 @@ export const expectTimer = (
   key: string,
   expected: ExpectedTimer = {}
 ): Effect.Effect<TestTimer, never, TestSystem> =>
-  Effect.flatMap(Effect.zip(timers(owner), clockNow), ([all, now]) => {
+  Effect.flatMap(Effect.zip(timers(owner), now), ([all, now]) => {
     const timer = all.find((t) => t.key === key)
     if (timer === undefined) return fail(`expected a timer "${key}"; ${listing(owner, all, now)}`)
     const wrong: Array<string> = []
@@ -733,7 +732,7 @@ export const expectTimer = (
  * @category combinators
  */
 export const expectNoTimer = (owner: Owner, key: string): Effect.Effect<void, never, TestSystem> =>
-  Effect.flatMap(Effect.zip(timers(owner), clockNow), ([all, now]) =>
+  Effect.flatMap(Effect.zip(timers(owner), now), ([all, now]) =>
     all.some((t) => t.key === key) ? fail(`expected no timer "${key}"; ${listing(owner, all, now)}`) : Effect.void
   )
 
@@ -756,7 +755,7 @@ export const expectNoTimer = (owner: Owner, key: string): Effect.Effect<void, ne
  * @category combinators
  */
 export const expectNoTimers = (owner: Owner): Effect.Effect<void, never, TestSystem> =>
-  Effect.flatMap(Effect.zip(timers(owner), clockNow), ([all, now]) =>
+  Effect.flatMap(Effect.zip(timers(owner), now), ([all, now]) =>
     all.length === 0 ? Effect.void : fail(`expected no timers; ${listing(owner, all, now)}`)
   )
 
@@ -810,7 +809,7 @@ const timelineOf = (test: TestSystemService): Timeline => implOf(test).timeline!
  * @category combinators
  */
 export const advanceToNext: Effect.Effect<Advanced, never, TestSystem> = Effect.flatMap(
-  Effect.zipRight(TestClock.adjust(0), TestSystem),
+  Effect.zipRight(settle, TestSystem),
   (test) =>
     Effect.suspend(() => {
       const impl = implOf(test)
@@ -857,7 +856,7 @@ export const runUntilIdle = (
     const timeline = timelineOf(test)
     const mark = timeline.recorded
     const loop = (step: number): Effect.Effect<void> =>
-      Effect.flatMap(TestClock.adjust(0), () => {
+      Effect.flatMap(settle, () => {
         if (impl.driver.queue.earliestDue() === undefined) return Effect.void
         if (step >= maxSteps) {
           const pending = timeline

@@ -114,9 +114,6 @@ export const awaitTurn = (
   id: string
 ): Effect.Effect<{ readonly _tag: "run" } | { readonly _tag: "skip"; readonly detail: string }> =>
   Effect.gen(function* () {
-    const busy = Effect.suspend(() =>
-      host.local.count > 0 ? Effect.succeed(true) : Effect.map(host.stored, (stored) => stored.runningElsewhere)
-    )
     // Nothing runs here: one read gives the policy and whether a run goes elsewhere (the common path's only read).
     const first = host.local.count > 0 ? undefined : yield* host.stored
     const overlap = first?.overlap ?? host.local.overlap
@@ -131,8 +128,8 @@ export const awaitTurn = (
       yield* claim
       return { _tag: "run" } as const
     }
-    const busyNow = host.local.count > 0 || (first !== undefined ? first.runningElsewhere : yield* busy)
-    if (!busyNow && (yield* claim)) return { _tag: "run" } as const
+    const busy = first === undefined || host.local.count > 0 || first.runningElsewhere
+    if (!busy && (yield* claim)) return { _tag: "run" } as const
     scheduleEvents("overlap").unsafeUpdate(1, [])
     if (overlap === "skip") return { _tag: "skip", detail: "a run was still going (overlap: skip)" } as const
     if (overlap === "bufferOne") {
@@ -140,12 +137,14 @@ export const awaitTurn = (
       yield* host.buffer(id)
     }
     while (true) {
-      if (yield* busy) {
+      // One read a turn: whether a run goes elsewhere, and which run the bufferOne slot keeps.
+      const stored = host.local.count > 0 ? undefined : yield* host.stored
+      if (stored === undefined || host.local.count > 0 || stored.runningElsewhere) {
         yield* Effect.sleep("1 second")
         continue
       }
       if (overlap === "bufferOne") {
-        const kept = host.local.buffered ?? (yield* host.stored).buffered
+        const kept = host.local.buffered ?? stored.buffered
         if (kept !== undefined && kept !== id) {
           return { _tag: "skip", detail: "a later run took its place (overlap: bufferOne)" } as const
         }

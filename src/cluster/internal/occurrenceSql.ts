@@ -318,6 +318,15 @@ const writer = (
       return { rows: result as ReadonlyArray<MessageRow>, local: local as ReadonlyArray<boolean>, headers }
     })
 
+  /** Opens this runner's read loop when one of `written` is on its shards and due within a poll interval. */
+  const wake = (written: ReadonlyArray<MessageRow>, local: ReadonlyArray<boolean>) =>
+    Effect.gen(function* () {
+      const soon = (yield* Clock.currentTimeMillis) + pollMillis
+      for (let i = 0; i < written.length; i++) {
+        if (local[i] && written[i]!.deliver_at < soon) return yield* sharding.pollStorage
+      }
+    })
+
   const register: OccurrenceWriter["register"] = (kind, registered, reminders) =>
     Effect.gen(function* () {
       const {
@@ -340,23 +349,7 @@ const writer = (
       yield* statements.length === 1 && dialect === "pg"
         ? statements[0]!
         : raw.withTransaction(Effect.all(statements, { discard: true }))
-      const now = yield* Clock.currentTimeMillis
-      const soon = now + pollMillis
-      for (let i = 0; i < written.length; i++) {
-        if (local[i] && written[i]!.deliver_at < soon) {
-          yield* sharding.pollStorage
-          return
-        }
-      }
-    })
-
-  /** Opens this runner's read loop when one of `written` is on its shards and due within a poll interval. */
-  const wake = (written: ReadonlyArray<MessageRow>, local: ReadonlyArray<boolean>) =>
-    Effect.gen(function* () {
-      const soon = (yield* Clock.currentTimeMillis) + pollMillis
-      for (let i = 0; i < written.length; i++) {
-        if (local[i] && written[i]!.deliver_at < soon) return yield* sharding.pollStorage
-      }
+      yield* wake(written, local)
     })
 
   const replace: OccurrenceWriter["replace"] = (kind, entry, expected, reminders) =>

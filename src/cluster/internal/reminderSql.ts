@@ -169,24 +169,19 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
           period_millis = ${row.periodMillis ?? null}, cron = ${row.cron ?? null}, time_zone = ${row.timeZone ?? null}
         WHERE kind = ${kind} AND grain_key = ${key} AND name = ${row.name} AND generation = ${expected}
         RETURNING grain_key, name`
+    const upsertStatement: ReminderSql["upsertStatement"] = (kind, rows) =>
+      sql`INSERT INTO ${table} ${sql.insert(rows.map(({ key, row }) => columns(kind, key, row)))} ${onConflict}`
     return {
       upsertSelect: (select) =>
         sql`INSERT INTO ${table} (kind, grain_key, name, generation, message, next_due, period_millis, cron, time_zone)
           ${select} ${onConflict}`,
-      upsertStatement: (kind, rows) =>
-        sql`INSERT INTO ${table} ${sql.insert(rows.map(({ key, row }) => columns(kind, key, row)))} ${onConflict}`,
-      upsert: (kind, key, row) =>
-        Effect.asVoid(sql`INSERT INTO ${table} ${sql.insert(columns(kind, key, row))} ${onConflict}`),
+      upsertStatement,
+      upsert: (kind, key, row) => Effect.asVoid(upsertStatement(kind, [{ key, row }])),
       replaceStatement: (kind, key, row, expected) => replaceStatement(kind, key, row, expected),
       replace: (kind, key, row, expected) =>
         Effect.map(replaceStatement(kind, key, row, expected), (rows) => rows.length > 0),
       upsertMany: (kind, rows) =>
-        Effect.forEach(
-          chunks(rows),
-          (chunk) =>
-            sql`INSERT INTO ${table} ${sql.insert(chunk.map(({ key, row }) => columns(kind, key, row)))} ${onConflict}`,
-          { discard: true }
-        ),
+        Effect.forEach(chunks(rows), (chunk) => upsertStatement(kind, chunk), { discard: true }),
       byKeys: (kind, keys) =>
         Effect.map(
           Effect.forEach(
