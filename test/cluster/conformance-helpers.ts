@@ -3,7 +3,7 @@
  * runners' storage polls need, start runners over one storage, read a schedule's history, find out whether the
  * PostgreSQL variants can run.
  */
-import type { SqlClient } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { Context, DateTime, Effect, Fiber, Layer, Scope, TestClock, TestServices } from "effect"
 import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
 
@@ -43,6 +43,20 @@ export const advance = (seconds: number, settleMillis = 0): Effect.Effect<void> 
       if (settleMillis > 0) yield* TestServices.provideLive(Effect.sleep(settleMillis))
     }
   })
+
+/** Drops every table of PostgreSQL's current schema whose name starts with `<prefix>_` (a test's own tables). */
+export const dropPrefixTables = (prefix: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const tables = yield* sql<{ readonly table_name: string }>`
+      SELECT table_name FROM information_schema.tables
+      WHERE table_schema = current_schema() AND table_name LIKE ${`${prefix}\\_%`}`
+    for (const { table_name } of tables) yield* sql`DROP TABLE IF EXISTS ${sql(table_name)} CASCADE`
+  })
+
+let prefixes = 0
+/** A table prefix no other test of any process uses: `<tag><pid>_<time>_<n>`. */
+export const freshPrefix = (tag: string): string => `${tag}${process.pid}_${Date.now().toString(36)}_${++prefixes}`
 
 /**
  * Runs `effect` while the clock moves one second (an occurrence's send waits for the storage's poll). The clock

@@ -12,6 +12,8 @@ import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, ClusterScheduler, Reminders } from "tickwork/cluster"
 import {
   advance as advanceClock,
+  dropPrefixTables,
+  freshPrefix,
   historyOf,
   iso,
   pgStorage,
@@ -48,19 +50,9 @@ const backends: ReadonlyArray<Backend> = [
     skip: pgSkip,
     storage: pgStorage,
     settleMillis: 10,
-    cleanup: (prefix) =>
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        const tables = yield* sql<{ readonly table_name: string }>`
-          SELECT table_name FROM information_schema.tables
-          WHERE table_schema = current_schema() AND table_name LIKE ${`${prefix}\\_%`}`
-        for (const { table_name } of tables) yield* sql`DROP TABLE IF EXISTS ${sql(table_name)} CASCADE`
-      })
+    cleanup: dropPrefixTables
   }
 ]
-
-let tests = 0
-const freshPrefix = () => `t${process.pid}_${Date.now().toString(36)}_${++tests}`
 
 /** A message delivered at `at`, stored once per `id`. */
 class Due extends Schema.Class<Due>("conformance/Due")({ id: Schema.String, at: Schema.Number }) {
@@ -96,7 +88,7 @@ for (const backend of backends) {
 
       /** The storage (fresh tables) and a way to start runners on it, each in its own scope. */
       const setup = Effect.gen(function* () {
-        const prefix = freshPrefix()
+        const prefix = freshPrefix("t")
         const storage = yield* Layer.build(ClusterRunner.layerStorage(backend.storage))
         yield* Effect.addFinalizer(() => Effect.orDie(backend.cleanup(prefix)).pipe(Effect.provide(storage)))
         const startRunner = (port: number, options?: Pick<ClusterRunner.TestOptions, "shardingConfig">) =>

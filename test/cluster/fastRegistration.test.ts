@@ -28,7 +28,14 @@ import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
 import { ReminderDelivery } from "../../src/cluster/internal/grainProtocol.js"
 import * as Occurrences from "../../src/cluster/internal/occurrenceSql.js"
 import { updatesWithRace } from "../../src/cluster/internal/reminderSchedules.js"
-import { pgStorage, pgUnavailable, startRunner, type TestRunner } from "./conformance-helpers.js"
+import {
+  dropPrefixTables,
+  freshPrefix,
+  pgStorage,
+  pgUnavailable,
+  startRunner,
+  type TestRunner
+} from "./conformance-helpers.js"
 
 const pgSkip = await pgUnavailable("fast registration", "the PostgreSQL variant")
 
@@ -64,19 +71,9 @@ const backends: ReadonlyArray<Backend> = [
     settleMillis: 10,
     step: 100,
     lateness: 300,
-    cleanup: (prefix) =>
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        const tables = yield* sql<{ readonly table_name: string }>`
-          SELECT table_name FROM information_schema.tables
-          WHERE table_schema = current_schema() AND table_name LIKE ${`${prefix}\\_%`}`
-        for (const { table_name } of tables) yield* sql`DROP TABLE IF EXISTS ${sql(table_name)} CASCADE`
-      })
+    cleanup: dropPrefixTables
   }
 ]
-
-let tests = 0
-const freshPrefix = () => `f${process.pid}_${Date.now().toString(36)}_${++tests}`
 
 const Msg = Schema.TaggedStruct("Wake", { label: Schema.String, n: Schema.Number })
 type Msg = typeof Msg.Type
@@ -145,7 +142,7 @@ for (const backend of backends) {
       : `${backend.name} (skipped: ${backend.skip})`,
     () => {
       const setup = Effect.gen(function* () {
-        const prefix = freshPrefix()
+        const prefix = freshPrefix("f")
         const storage = yield* Layer.build(ClusterRunner.layerStorage(backend.storage))
         yield* Effect.addFinalizer(() => Effect.orDie(backend.cleanup(prefix)).pipe(Effect.provide(storage)))
         const start = (port: number, shardingConfig?: ClusterRunner.TestOptions["shardingConfig"]) =>

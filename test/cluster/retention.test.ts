@@ -7,7 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Schema, Scope, TestClock } from "effect"
 import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
-import { advance, pgStorage, pgUnavailable, startRunner } from "./conformance-helpers.js"
+import { advance, freshPrefix, pgStorage, pgUnavailable, startRunner } from "./conformance-helpers.js"
 
 const pgSkip = await pgUnavailable("retention", "the PostgreSQL variant")
 
@@ -15,9 +15,6 @@ const backends = [
   { name: "sqlite", skip: undefined, storage: ClusterRunner.sqlite(":memory:"), settleMillis: 0 },
   { name: "pg", skip: pgSkip, storage: pgStorage, settleMillis: 10 }
 ] as const
-
-let tests = 0
-const freshPrefix = () => `ret${process.pid}_${Date.now().toString(36)}_${++tests}`
 
 const delivered: Array<string> = []
 const Msg = Schema.TaggedStruct("Wake", { label: Schema.String })
@@ -62,7 +59,7 @@ for (const backend of backends) {
           () =>
             Effect.gen(function* () {
               delivered.length = 0
-              const prefix = freshPrefix()
+              const prefix = freshPrefix("ret")
               const storage = yield* Layer.build(ClusterRunner.layerStorage(backend.storage))
               yield* Effect.addFinalizer(() =>
                 Effect.gen(function* () {
