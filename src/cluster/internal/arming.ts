@@ -49,9 +49,11 @@ const EMPTY = new Float64Array(0)
 
 /**
  * The armed due times: sorted, distinct epoch millis in a typed array (8 bytes each), `times[head, tail)`. Firing
- * moves `head`; a scan's times are merged in (skipping those already held), in place when they fit, else into a
- * buffer twice as large. A buffer mostly empty after firing is swapped for a smaller one, and an empty one larger
- * than `MIN_CAPACITY` is released.
+ * moves `head`; a scan's times are merged in (skipping those already held), in place when they fit (moved to the
+ * front first when they fit only there), else into a new buffer of the power of two at or above what is then held
+ * (so it doubles at least). A buffer three quarters empty after firing is swapped for one of the power of two at or
+ * above what is left, and an empty one larger than `MIN_CAPACITY` is released: the buffer holds less than four times
+ * what is armed (or `MIN_CAPACITY`), at 8 bytes a time.
  */
 export class DueTimes {
   private times: Float64Array = EMPTY
@@ -145,7 +147,7 @@ export class DueTimes {
     this.tail = 0
   }
 
-  /** After firing: an empty buffer is released (or reset), a mostly empty one swapped for one a quarter its size. */
+  /** After firing: an empty buffer is released (or reset), one three quarters empty swapped for a smaller one. */
   private shrink(): void {
     const size = this.size
     if (size === 0) {
@@ -162,8 +164,8 @@ export class DueTimes {
   }
 }
 
-/** The buffer length for `size` times: the power of two at or above twice `size`, at least `MIN_CAPACITY`. */
-const capacityFor = (size: number): number => Math.max(MIN_CAPACITY, 2 ** Math.ceil(Math.log2(2 * size)))
+/** The buffer length for `size` times: the power of two at or above `size`, at least `MIN_CAPACITY`. */
+const capacityFor = (size: number): number => Math.max(MIN_CAPACITY, 2 ** Math.ceil(Math.log2(size)))
 
 /** `times` when it is already ascending and finite; else its finite times, sorted. */
 const sortedFinite = (times: ArrayLike<number>): ArrayLike<number> => {
