@@ -11,8 +11,8 @@
  *
  * Every delivery prints one line, `D <t|p> <id> <due> <at>` (t: tickwork, p: plain; epoch millis), every cron instant
  * `C <t|p> <name> <instant> <at>`. Commands come on stdin, one JSON object a line, answered in order with one
- * line `R <json>`: `register` (ids, due times, how), `heap` (heap used and array buffers' memory, after gc), `sizes`
- * (each table's rows and bytes). Prints `ready` once up; exits when stdin ends (the bench went away) or on SIGTERM.
+ * line `R <json>`: `register` (ids, due times, how), `heap` (heap used after gc), `sizes` (each table's rows and
+ * bytes). Prints `ready` once up; exits when stdin ends (the bench went away) or on SIGTERM.
  */
 import * as ClusterCron from "@effect/cluster/ClusterCron"
 import * as ClusterSchema from "@effect/cluster/ClusterSchema"
@@ -178,8 +178,7 @@ const register = (c: Register) =>
 const heap = Effect.sync(() => {
   globalThis.gc?.()
   globalThis.gc?.()
-  const usage = process.memoryUsage()
-  return { heapUsed: usage.heapUsed, arrayBuffers: usage.arrayBuffers }
+  return { heapUsed: process.memoryUsage().heapUsed }
 })
 
 interface TableSize {

