@@ -219,7 +219,7 @@ class Wake extends TimerEntry {
 
 class ArmingImpl implements Arming {
   readonly armed = new DueTimes()
-  private readonly wake = new Wake(this)
+  private readonly timer = new Wake(this)
   poll: Effect.Effect<void> | undefined = undefined
   /** The shards of the last read, waiting for a scan; undefined when no scan is asked for. */
   private pendingShards: ReadonlyArray<string> | undefined = undefined
@@ -285,16 +285,16 @@ class ArmingImpl implements Arming {
     if (this.poll === undefined || this.driver.isClosed) return
     if (this.armed.merge(times) === 0) return
     const first = this.armed.first()!
-    if (first < this.wake.armedAt) {
-      this.wake.armedAt = first
-      this.driver.schedule(this.wake, first)
+    if (first < this.timer.armedAt) {
+      this.timer.armedAt = first
+      this.driver.schedule(this.timer, first)
     }
   }
 
   /** Drops every due time (the finalizer). */
   clear(): void {
     this.armed.clear()
-    this.wake.armedAt = Number.POSITIVE_INFINITY
+    this.timer.armedAt = Number.POSITIVE_INFINITY
   }
 
   /** The scanner fiber: one scan per request, never two at once. */
