@@ -6,7 +6,8 @@
  *
  * `npx tsx test/bench/cron-trace.ts` with $STORAGE (`sqlite:<file>`, default a temporary file, or `pg:<url>`),
  * $SECONDS watched (default 10, from 2 s after the runner is up), $TIMELINE=1 to print one second's statements in
- * order. Prints the lateness, then statements and SQL time per instant by kind of statement.
+ * order. Prints the lateness, then statements and SQL time per instant by kind of statement, and the process's CPU
+ * time per instant over the watched seconds (the figure least sensitive to a shared machine's load).
  */
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
@@ -188,8 +189,20 @@ const main = Effect.gen(function* () {
   const from = Math.ceil(up / 1000) * 1000 + 2000
   const to = from + seconds * 1000
   console.log(`runner up at +${up % 1000} ms into its second; watching ${seconds} s`)
-  yield* Effect.sleep(to - Date.now() + 1500)
+  yield* Effect.sleep(from - Date.now())
+  const cpuFrom = process.cpuUsage()
+  yield* Effect.sleep(to - Date.now())
+  const cpu = process.cpuUsage(cpuFrom)
+  yield* Effect.sleep(1500)
   report(from, to)
+  const instants = fires.filter((f) => f.instant >= from && f.instant < to).length
+  console.log(
+    `\nprocess CPU over the ${seconds} s: ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms, ` +
+      `${((cpu.user + cpu.system) / 1000 / instants).toFixed(2)} ms per instant (load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(" ")})`
+  )
 })
 
 NodeRuntime.runMain(
