@@ -218,6 +218,32 @@ interface Claimed extends Cursor {
   readonly runningSince: number | undefined
 }
 
+interface ClaimRow {
+  readonly next_instant: unknown
+  readonly generation: unknown
+  readonly expression: string
+  readonly time_zone: string
+  readonly paused_note: string | null
+  readonly policies: string | null
+  readonly failures_in_row: unknown
+  readonly running_since: unknown
+}
+
+const toClaimed = (rows: ReadonlyArray<ClaimRow>): Claimed | undefined => {
+  const row = rows[0]
+  if (row === undefined) return undefined
+  return {
+    next: toNumber(row.next_instant),
+    generation: toNumber(row.generation) ?? 0,
+    expression: row.expression,
+    timeZone: row.time_zone,
+    paused: row.paused_note !== null && row.paused_note !== undefined,
+    policies: row.policies === null || row.policies === undefined ? undefined : decodePolicies(row.policies),
+    failuresInRow: toNumber(row.failures_in_row) ?? 0,
+    runningSince: toNumber(row.running_since) ?? undefined
+  }
+}
+
 /** An instant handled: its schedule's cursor after it, whether it ran, whether the next message was written with it. */
 interface Done {
   readonly _tag: "done"
@@ -377,6 +403,7 @@ const registerSlot = (
     const schedulesTable = sql(tables.schedules)
     const firedTable = sql(tables.fired)
     const stateTable = sql((yield* ScheduleState.tableNames).state)
+    const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
     const writer = yield* CronMessages.make(sharding, storage, entity as unknown as CronMessages.FireEntity)
     const local = runningIn(storage, `${tables.schedules}/${reference}`)
 
@@ -419,39 +446,15 @@ const registerSlot = (
      * Locks the schedule row, as `lockCursor`, and reads in the same statement what an instant needs of the schedule's
      * state row (undefined fields when it has none).
      */
-    const claimCursor = (now: number) =>
-      Effect.map(
-        sql<{
-          readonly next_instant: unknown
-          readonly generation: unknown
-          readonly expression: string
-          readonly time_zone: string
-          readonly paused_note: string | null
-          readonly policies: string | null
-          readonly failures_in_row: unknown
-          readonly running_since: unknown
-        }>`
+    const claimStatement = (now: number) =>
+      sql<ClaimRow>`
           UPDATE ${schedulesTable} SET updated_at = ${now} WHERE reference = ${reference}
           RETURNING next_instant, generation, expression, time_zone,
             (SELECT paused_note FROM ${stateTable} WHERE reference = ${reference}) AS paused_note,
             (SELECT policies FROM ${stateTable} WHERE reference = ${reference}) AS policies,
             (SELECT failures_in_row FROM ${stateTable} WHERE reference = ${reference}) AS failures_in_row,
-            (SELECT running_since FROM ${stateTable} WHERE reference = ${reference}) AS running_since`,
-        (rows): Claimed | undefined => {
-          const row = rows[0]
-          if (row === undefined) return undefined
-          return {
-            next: toNumber(row.next_instant),
-            generation: toNumber(row.generation) ?? 0,
-            expression: row.expression,
-            timeZone: row.time_zone,
-            paused: row.paused_note !== null && row.paused_note !== undefined,
-            policies: row.policies === null || row.policies === undefined ? undefined : decodePolicies(row.policies),
-            failuresInRow: toNumber(row.failures_in_row) ?? 0,
-            runningSince: toNumber(row.running_since) ?? undefined
-          }
-        }
-      )
+            (SELECT running_since FROM ${stateTable} WHERE reference = ${reference}) AS running_since`
+    const claimCursor = (now: number) => Effect.map(claimStatement(now), toClaimed)
 
     /**
      * Moves the cursor to `next` and, when the shard of its message is this runner's, writes that message in the same
@@ -460,12 +463,48 @@ const registerSlot = (
     const moveCursorAndWrite = (next: number | null, generation: number) =>
       Effect.gen(function* () {
         yield* moveCursor(next)
-        const written =
-          next !== null && writer !== undefined
-            ? yield* writer.write(iso(next), new FirePayload({ instant: next, generation }))
-            : false
-        return done({ next, generation }, true, written)
+        const message = yield* nextMessage(next, generation)
+        if (message !== undefined) yield* message
+        return done({ next, generation }, true, message !== undefined)
       })
+
+    /** The statement that writes the message of instant `next`, when it goes to this runner's shards (`cronMessages`). */
+    const nextMessage = (next: number | null, generation: number) =>
+      next === null || writer === undefined
+        ? Effect.succeed(undefined)
+        : writer.statement(iso(next), new FirePayload({ instant: next, generation }))
+
+    /**
+     * PostgreSQL: the lock (`claimCursor`) and the instant's fired row in one statement, the row inserted when the
+     * cursor is the instant and the schedule is not paused (`firedNew`: whether it was; the caller deletes it again
+     * with `unfire` when the instant does not run after all). SQLite: `claimCursor`, the row left to `recordFired`.
+     */
+    const claim = (now: number, instant: number, runner: string) =>
+      isPg
+        ? Effect.map(
+            sql<ClaimRow & { readonly fired: unknown }>`
+              WITH c AS (${claimStatement(now)}), f AS (
+                INSERT INTO ${firedTable} (reference, instant, fired_at, runner, outcome)
+                SELECT ${reference}, ${instant}, ${now}, ${runner}, 'ok' FROM c
+                WHERE c.next_instant = ${instant} AND c.paused_note IS NULL
+                ON CONFLICT (reference, instant) DO NOTHING
+                RETURNING instant
+              )
+              SELECT c.*, (SELECT count(*) FROM f) AS fired FROM c`,
+            (rows) => {
+              const claimed = toClaimed(rows)
+              return claimed === undefined ? undefined : { ...claimed, firedNew: Number(rows[0]!.fired) > 0 }
+            }
+          )
+        : Effect.map(claimCursor(now), (claimed) =>
+            claimed === undefined ? undefined : { ...claimed, firedNew: undefined as boolean | undefined }
+          )
+
+    /** Deletes the fired row `claim` inserted for an instant that does not run after all. */
+    const unfire = (instant: number, firedNew: boolean | undefined) =>
+      firedNew === true
+        ? Effect.asVoid(sql`DELETE FROM ${firedTable} WHERE reference = ${reference} AND instant = ${instant}`)
+        : Effect.void
 
     /** Fired instants older than a day go, at most once an hour per schedule and runner. */
     let prunedAt = Number.NEGATIVE_INFINITY
@@ -600,7 +639,7 @@ const registerSlot = (
         return yield* sql
           .withTransaction(
             Effect.gen(function* () {
-              const claimed = yield* claimCursor(now)
+              const claimed = yield* claim(now, instant, runner)
               if (claimed === undefined || claimed.next !== instant) return done(claimed, false, false)
               const policies = claimed.policies ?? storedPolicies(slot.last.policies)
               const cron = cronOf(claimed.expression, claimed.timeZone) ?? slot.last.cron
@@ -613,6 +652,7 @@ const registerSlot = (
               if (decision.run && turn === undefined && needsTurn(policies.overlap, claimed.runningSince, now)) {
                 // Remembered, so that the next instants of a `skip` or `bufferOne` schedule take their turn at once.
                 local.overlap = policies.overlap
+                yield* unfire(instant, claimed.firedNew)
                 return { _tag: "needsTurn" } as const
               }
               if (decision.missed > 0) {
@@ -626,8 +666,9 @@ const registerSlot = (
                   policies.history
                 )
               }
-              if (!decision.run) return yield* moveOn(decision.next)
+              if (!decision.run) return yield* Effect.zipRight(unfire(instant, claimed.firedNew), moveOn(decision.next))
               if (turn?._tag === "skip") {
+                yield* unfire(instant, claimed.firedNew)
                 yield* state.record(
                   reference,
                   `s:${instant}`,
@@ -636,7 +677,9 @@ const registerSlot = (
                 )
                 return yield* moveOn(decision.next)
               }
-              if (!(yield* recordFired(instant, now, runner, "ok"))) return done(claimed, false, false)
+              if (!(claimed.firedNew ?? (yield* recordFired(instant, now, runner, "ok")))) {
+                return done(claimed, false, false)
+              }
               const fire: Fire = {
                 reference,
                 instant: DateTime.unsafeMake(instant),
@@ -661,14 +704,21 @@ const registerSlot = (
                 yield* sql`UPDATE ${firedTable} SET outcome = 'failed' WHERE reference = ${reference} AND instant = ${instant}`
               }
               const end = yield* Clock.currentTimeMillis
-              yield* finish(
-                `s:${instant}`,
-                ranRun(instant, "schedule", now, end, exit, attempts),
-                exit,
-                policies,
-                false,
-                claimed.failuresInRow
-              )
+              const run = ranRun(instant, "schedule", now, end, exit, attempts)
+              if (isPg && Exit.isSuccess(exit)) {
+                // One statement for the run's record, the cursor's move and the next instant's message.
+                const next = decision.next
+                const message = yield* nextMessage(next, claimed.generation)
+                const record = state.recordParts(reference, `s:${instant}`, run, policies.history)
+                const move = sql`UPDATE ${schedulesTable} SET next_instant = ${next} WHERE reference = ${reference}`
+                yield* message === undefined
+                  ? sql`WITH r AS (${record.insert}), p AS (${record.prune}), m AS (${move}) SELECT 1`
+                  : sql`WITH r AS (${record.insert}), p AS (${record.prune}), m AS (${move}), n AS (${message}) SELECT 1`
+                if (claimed.failuresInRow !== 0) yield* state.succeeded(reference)
+                yield* pruneFired(instant)
+                return done({ next, generation: claimed.generation }, true, message !== undefined)
+              }
+              yield* finish(`s:${instant}`, run, exit, policies, false, claimed.failuresInRow)
               yield* pruneFired(instant)
               return yield* moveOn(decision.next)
             })

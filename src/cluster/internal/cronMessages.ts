@@ -20,7 +20,7 @@ import * as EntityId from "@effect/cluster/EntityId"
 import type { Sharding } from "@effect/cluster/Sharding"
 import * as RpcClient from "@effect/rpc/RpcClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -43,10 +43,11 @@ export interface FireLike {
 
 export interface FireWriter {
   /**
-   * Writes the message of `payload`, for entity id `entityId`, in the current transaction, when its shard is this
-   * runner's: true then; false, writing nothing, when it is another runner's (send it).
+   * The statement that writes the message of `payload`, for entity id `entityId`, when its shard is this runner's
+   * (to run in the instant's transaction, alone or as part of another statement); undefined when the shard is another
+   * runner's (send it).
    */
-  readonly write: (entityId: string, payload: FireLike) => Effect.Effect<boolean, SqlError>
+  readonly statement: (entityId: string, payload: FireLike) => Effect.Effect<Statement.Statement<unknown> | undefined>
   /**
    * After the commit of a written message due at `instant`: opens this runner's read loop, as a local send does, when
    * the instant is within two poll intervals (the default arming window: a later one is armed by a regular poll).
@@ -69,11 +70,11 @@ export const make = (
     const schema = entity.protocol.requests.get(FIRE)?.payloadSchema
     if (schema === undefined) return undefined
     const encode = Schema.encodeSync(schema as Schema.Schema<unknown, unknown>)
-    const write = (entityId: string, payload: FireLike): Effect.Effect<boolean, SqlError> =>
+    const statement = (entityId: string, payload: FireLike) =>
       Effect.gen(function* () {
         const id = EntityId.make(entityId)
         const shardId = sharding.getShardId(id, entity.getShardGroup(id))
-        if (!sharding.hasShardId(shardId)) return false
+        if (!sharding.hasShardId(shardId)) return undefined
         const requestId = String(yield* sharding.getSnowflake)
         const row: MessageRow = {
           id: requestId,
@@ -94,11 +95,10 @@ export const make = (
           reply_id: null,
           deliver_at: payload.instant
         }
-        yield* raw`INSERT INTO ${messages} ${raw.insert({ ...row })} ON CONFLICT (message_id) DO NOTHING`
-        return true
+        return raw`INSERT INTO ${messages} ${raw.insert({ ...row })} ON CONFLICT (message_id) DO NOTHING` as Statement.Statement<unknown>
       })
     const soon = 2 * own.storage.pollMillis
     const wake = (instant: number): Effect.Effect<void> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => (instant - now < soon ? sharding.pollStorage : Effect.void))
-    return { write, wake }
+    return { statement, wake }
   })

@@ -159,6 +159,17 @@ export const make = Effect.gen(function* () {
   const tables = yield* tableNames
   const state = sql(tables.state)
   const runs = sql(tables.runs)
+  const insertRun = (reference: string, id: string, run: Run) =>
+    sql`
+      INSERT INTO ${runs} (reference, id, instant, run_trigger, started, ended, outcome, lateness, attempts, detail)
+      VALUES (${reference}, ${id}, ${run.instant}, ${run.trigger}, ${run.start ?? null}, ${run.end ?? null},
+        ${run.outcome}, ${run.lateness ?? null}, ${run.attempts}, ${run.detail ?? null})
+      ON CONFLICT (reference, id) DO NOTHING`
+  const pruneRuns = (reference: string, keep: number) =>
+    sql`
+      DELETE FROM ${runs} WHERE reference = ${reference} AND id NOT IN (
+        SELECT id FROM ${runs} WHERE reference = ${reference}
+        ORDER BY COALESCE(ended, started, instant) DESC, instant DESC LIMIT ${keep})`
   const selectState = sql`
     SELECT reference, paused_note, paused_by, paused_at, policies, defined, failures_in_row, running_since, buffered
     FROM ${state}`
@@ -220,17 +231,15 @@ export const make = Effect.gen(function* () {
       ),
     /** Records a run (once per id) and keeps the newest `keep` of the reference. */
     record: (reference: string, id: string, run: Run, keep: number) =>
-      Effect.zipRight(
-        sql`
-          INSERT INTO ${runs} (reference, id, instant, run_trigger, started, ended, outcome, lateness, attempts, detail)
-          VALUES (${reference}, ${id}, ${run.instant}, ${run.trigger}, ${run.start ?? null}, ${run.end ?? null},
-            ${run.outcome}, ${run.lateness ?? null}, ${run.attempts}, ${run.detail ?? null})
-          ON CONFLICT (reference, id) DO NOTHING`,
-        sql`
-          DELETE FROM ${runs} WHERE reference = ${reference} AND id NOT IN (
-            SELECT id FROM ${runs} WHERE reference = ${reference}
-            ORDER BY COALESCE(ended, started, instant) DESC, instant DESC LIMIT ${keep})`
-      ),
+      Effect.zipRight(insertRun(reference, id, run), pruneRuns(reference, keep)),
+    /**
+     * `record` as the two parts of one PostgreSQL statement (data-modifying CTEs): its prune does not see the row
+     * inserted beside it, which is the newest, so it keeps `keep - 1` of the others.
+     */
+    recordParts: (reference: string, id: string, run: Run, keep: number) => ({
+      insert: insertRun(reference, id, run),
+      prune: pruneRuns(reference, keep - 1)
+    }),
     /** Whether the run `id` is recorded (a redelivered trigger or backfill that committed already). */
     hasRun: (reference: string, id: string): Effect.Effect<boolean, SqlError> =>
       Effect.map(
