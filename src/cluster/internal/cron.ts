@@ -12,13 +12,17 @@
  * Messages: entity type `tickwork/ClusterScheduler/<reference>`, entity id = the instant (ISO), primary key = the
  * generation, delivered at the instant. Sending the same (instant, generation) twice stores it once.
  *
- * The handler of instant `i`, in one SQL transaction: lock the schedule row; if `i` is not its cursor, the message
- * is stale (a redelivery after a crash, a second chain after a singleton restart, an old expression): drop it and
- * re-send the cursor's message (a no-op if it exists). Otherwise record `i`, run `execute` inside the same
- * transaction, move the cursor to the next instant, commit, then send the next instant's message. A runner that
- * dies anywhere in there leaves either no trace (rollback: the message is redelivered and runs again) or a moved
- * cursor (the redelivered message is stale, and re-sends the next one). So an instant's transactional effects
+ * The handler of instant `i`, in one SQL transaction: lock the schedule row (reading its state row in the same
+ * statement); if `i` is not its cursor, the message is stale (a redelivery after a crash, a second chain after a
+ * singleton restart, an old expression): drop it and re-send the cursor's message (a no-op if it exists). Otherwise
+ * record `i`, run `execute` inside the same transaction, move the cursor to the next instant, write the next
+ * instant's message when its shard is this runner's (`cronMessages.ts`), commit, then send the next instant's message
+ * when it was not written. A runner that dies anywhere in there leaves either no trace (rollback: the message is
+ * redelivered and runs again) or a moved cursor (the redelivered message is stale, and re-sends the next one). So an instant's transactional effects
  * happen exactly once; effects outside the transaction at least once.
+ *
+ * docs/design-choices.md ("An instant is one transaction of few statements") says how the statements of an instant
+ * were cut, and which overlap policies take a turn before it.
  *
  * Runs outside the grid (`Schedules.trigger`, `backfill`) are `run` messages (identity: a snowflake), run in a
  * transaction with their record in the runs table, so a redelivered one that committed is not run again.
@@ -129,7 +133,10 @@ export interface HistoryEntry {
   readonly outcome: "ok" | "failed"
 }
 
-/** Fired instants are kept this long (they are an audit trail; the cursor alone guarantees once per instant). */
+/**
+ * Fired instants are kept this long, deleted at most once an hour (`PRUNE_FIRED_EVERY_MILLIS`); they are an audit
+ * trail: the cursor alone guarantees once per instant.
+ */
 const HISTORY_MILLIS = 24 * 60 * 60 * 1000
 
 const retrySql = Schedule.exponential("100 millis", 2).pipe(
