@@ -74,7 +74,8 @@ const MESSAGE_ID_WIDTH = 255
 
 const encoder = new TextEncoder()
 
-const messageIdOf = (primaryKey: string): Effect.Effect<string> =>
+/** The `message_id` `SqlMessageStorage` stores for a request's primary key. */
+export const messageIdOf = (primaryKey: string): Effect.Effect<string> =>
   primaryKey.length <= MESSAGE_ID_WIDTH
     ? Effect.succeed(primaryKey)
     : Effect.map(
@@ -176,7 +177,28 @@ const expectedColumns = {
 export const make = (
   sharding: Context.Tag.Service<Sharding>,
   sql: SqlClient.SqlClient
-): Effect.Effect<OccurrenceWriter | undefined> => {
+): Effect.Effect<OccurrenceWriter | undefined> =>
+  Effect.map(ownMessageStorage(sharding, sql, "reminders: registration sends each occurrence instead"), (own) =>
+    own === undefined ? undefined : writer(sharding, own.storage, own.dialect, own.raw)
+  )
+
+/** The runner's own message storage, when `sql` is it and its messages table has this module's format. */
+export interface OwnMessageStorage {
+  readonly storage: { readonly prefix: string; readonly pollMillis: number }
+  readonly dialect: "pg" | "sqlite"
+  readonly raw: SqlClient.SqlClient
+}
+
+/**
+ * The message storage of the runner behind `sharding`, when its messages may be written directly: the runner was
+ * built by `ClusterRunner`, over `sql` itself, on SQLite or PostgreSQL, and its messages table has exactly the columns
+ * of `MessageRow` (read here: a table of another @effect/cluster format is logged with `otherwise` and left alone).
+ */
+export const ownMessageStorage = (
+  sharding: Context.Tag.Service<Sharding>,
+  sql: SqlClient.SqlClient,
+  otherwise: string
+): Effect.Effect<OwnMessageStorage | undefined> => {
   const storage = runnerStorages.get(sharding)
   if (storage === undefined || storage.sql !== sql) return Effect.succeed(undefined)
   const dialect = sql.onDialectOrElse({
@@ -203,12 +225,12 @@ export const make = (
     ),
     (found) => {
       if (found._tag === "Right" && found.right === expectedColumns[dialect]) {
-        return Effect.succeed(writer(sharding, storage, dialect, raw))
+        return Effect.succeed({ storage, dialect, raw })
       }
       return Effect.as(
         Effect.logWarning(
-          `reminders: ${tableName} is not the messages table this version writes (columns ` +
-            `${found._tag === "Right" ? found.right : "unreadable"}); registration sends each occurrence instead`
+          `${tableName} is not the messages table this version writes (columns ` +
+            `${found._tag === "Right" ? found.right : "unreadable"}); ${otherwise}`
         ),
         undefined
       )

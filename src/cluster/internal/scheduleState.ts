@@ -269,6 +269,14 @@ export const make = Effect.gen(function* () {
         discard: true
       }),
     recordStatements,
+    /**
+     * `record` as the two parts of one PostgreSQL statement (data-modifying CTEs): its prune does not see the row
+     * inserted beside it, which is the newest, so it keeps `keep - 1` of the others.
+     */
+    recordParts: (reference: string, id: string, run: Run, keep: number) => {
+      const [insert, prune] = recordStatements(reference, id, run, keep).map((statement) => statement(sql`1 = 1`, true))
+      return { insert: insert!, prune: prune! }
+    },
     /** Whether the run `id` is recorded (a redelivered trigger or backfill that committed already). */
     hasRun: (reference: string, id: string): Effect.Effect<boolean, SqlError> =>
       Effect.map(
