@@ -9,7 +9,14 @@ describe("Permits", () => {
       const gates = Array.from({ length: 6 }, () => Deferred.unsafeMake<void>(undefined as never))
       const started: Array<number> = []
       const fibers = yield* Effect.forEach(gates, (gate, i) =>
-        Effect.fork(permits.with(Effect.zipRight(Effect.sync(() => started.push(i)), Deferred.await(gate))))
+        Effect.fork(
+          permits.with(
+            Effect.zipRight(
+              Effect.sync(() => started.push(i)),
+              Deferred.await(gate)
+            )
+          )
+        )
       )
       yield* Effect.yieldNow()
       assert.deepStrictEqual(started, [0, 1])
@@ -56,7 +63,13 @@ describe("Permits", () => {
       const order: Array<number> = []
       yield* Effect.forEach(
         Array.from({ length: 2_000 }, (_, i) => i),
-        (i) => permits.with(Effect.zipRight(Effect.yieldNow(), Effect.sync(() => order.push(i)))),
+        (i) =>
+          permits.with(
+            Effect.zipRight(
+              Effect.yieldNow(),
+              Effect.sync(() => order.push(i))
+            )
+          ),
         { concurrency: "unbounded", discard: true }
       )
       assert.strictEqual(order.length, 2_000)
