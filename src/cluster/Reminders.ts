@@ -165,7 +165,8 @@ export interface ReminderInfo {
 }
 
 /**
- * A reminder name must be a non-empty string.
+ * A reminder name must be a non-empty string, and the reminder's reference (`<kind>/<key>/<name>`, each segment with
+ * `/` and `%` escaped) at most 246 characters: its state and history rows are keyed by it.
  *
  * @example
  * ```ts
@@ -177,11 +178,20 @@ export interface ReminderInfo {
  * @since 0.1.0
  * @category errors
  */
-export class InvalidReminderName extends Data.TaggedError("InvalidReminderName")<{ readonly name: string }> {
+export class InvalidReminderName extends Data.TaggedError("InvalidReminderName")<{
+  readonly name: string
+  /** Why, when it is not that the name is empty. */
+  readonly reason?: string
+}> {
   override get message(): string {
-    return `a reminder needs a non-empty name, got ${JSON.stringify(this.name)}`
+    return this.reason === undefined
+      ? `a reminder needs a non-empty name, got ${JSON.stringify(this.name)}`
+      : `reminder ${JSON.stringify(this.name)}: ${this.reason}`
   }
 }
+
+/** The longest reference a reminder's state and history rows hold (`reminder:<kind>/<key>/<name>`, escaped). */
+const MAX_STATE_KEY = 255
 
 /**
  * The cron expression of a reminder has no instant after now: it would never fire.
@@ -371,32 +381,37 @@ const storage =
     Effect.mapError(effect, (cause) => new ReminderStorageError({ operation, cause }))
 
 /**
- * Deliveries of one runner that use storage at once (reading a reminder, writing an occurrence's outcome); the grain's
- * handling is outside the limit. Without one, thousands of occurrences arriving together (a restart with a backlog)
- * each wait for one of the pool's connections, every wait longer than the pool's acquire timeout, and none progresses.
+ * Deliveries of one runner that read storage at once, and that write it at once (an occurrence's outcome); the
+ * grain's handling is outside both limits, and each attempt takes its place in line anew. Without a limit, thousands of
+ * occurrences arriving together (a restart with a backlog) each waited for one of the pool's connections, every wait
+ * longer than the pool's acquire timeout, and none progressed. Reads and writes wait in lines of their own, so an
+ * occurrence whose grain has handled it is not written after every read still waiting.
  */
-const DELIVERY_STORAGE_CONCURRENCY = 8
+const DELIVERY_READS = 4
+const DELIVERY_WRITES = 4
 
 /** The waits between attempts of a storage operation on the delivery path: doubling from 200 ms, at most 10 s. */
 const STORAGE_RETRY = Schedule.exponential("200 millis").pipe(Schedule.union(Schedule.spaced("10 seconds")))
 
 /**
  * A storage operation on the delivery path, tried until it succeeds: giving up would lose the occurrence, since the
- * cluster marks a message processed once its handler returns. Each failure is logged and counted
- * (`scheduleEvents("storage_retry")`). The operation itself runs uninterruptibly, the waits between attempts are
- * interruptible: a runner that shuts down while its storage fails leaves the message unprocessed, for the shard's next
- * owner to deliver.
+ * cluster marks a message processed once its handler returns. Each attempt waits for a place in `line`; each failure
+ * is logged and counted (`scheduleEvents("storage_retry")`). The operation itself runs uninterruptibly; the waits (in
+ * line, between attempts) are interruptible: a runner that shuts down while its storage fails leaves the message
+ * unprocessed, for the shard's next owner to deliver.
  */
 const untilStored =
-  (what: string) =>
+  (what: string, line: Permits) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, never, R> =>
     Effect.interruptible(
       Effect.retry(
-        Effect.uninterruptible(
-          Effect.tapError(effect, (error) =>
-            Effect.zipRight(
-              Effect.sync(() => scheduleEvents("storage_retry").unsafeUpdate(1, [])),
-              Effect.logWarning(`${what}: storage failed; tried again`, error)
+        line.with(
+          Effect.uninterruptible(
+            Effect.tapError(effect, (error) =>
+              Effect.zipRight(
+                Effect.sync(() => scheduleEvents("storage_retry").unsafeUpdate(1, [])),
+                Effect.logWarning(`${what}: storage failed; tried again`, error)
+              )
             )
           )
         ),
@@ -594,7 +609,8 @@ export const layer = (
       yield* storage("table creation")(ScheduleState.ensureStateTables)
       const state = yield* ScheduleState.make
       const withSharding = Effect.provideService(Sharding, sharding)
-      const storagePermits = new Permits(DELIVERY_STORAGE_CONCURRENCY)
+      const readLine = new Permits(DELIVERY_READS)
+      const writeLine = new Permits(DELIVERY_WRITES)
 
       /** A reminder's failure policies from `options.policies`, checked. */
       const failurePolicies = (reminder: ReminderId): Either.Either<FailurePolicies, InvalidSchedulePolicy> => {
@@ -652,6 +668,15 @@ export const layer = (
         Effect.gen(function* () {
           const { key, message, name, schedule } = registration
           if (typeof name !== "string" || name.length === 0) return yield* new InvalidReminderName({ name })
+          const stateKey = ReminderSql.stateKeyOf(ReminderSql.referenceOf(kind.name, key, name))
+          if (stateKey.length > MAX_STATE_KEY) {
+            return yield* new InvalidReminderName({
+              name,
+              reason:
+                `its reference (grain kind, key and name) is ${stateKey.length - "reminder:".length} characters ` +
+                `with escapes; at most ${MAX_STATE_KEY - "reminder:".length}`
+            })
+          }
           const first = yield* firstOccurrence(name, schedule, now)
           const encoded = yield* encodeMessage(kind, key, message)
           const generation = String(yield* sharding.getSnowflake)
@@ -808,11 +833,12 @@ export const layer = (
 
       const deliver: RemindersService["deliver"] = (kind, key, delivery, handle) =>
         Effect.gen(function* () {
-          const tried = untilStored(`reminder "${delivery.name}" of grain ${kind.name}/${key}`)
-          const retry = <A, E, R>(effect: Effect.Effect<A, E, R>) => storagePermits.with(tried(effect))
+          const what = `reminder "${delivery.name}" of grain ${kind.name}/${key}`
+          const reading = untilStored(what, readLine)
+          const writing = untilStored(what, writeLine)
           // The reminder's row and its state (pause, policies, failures in a row), in one read.
           const stateKey = ReminderSql.stateKeyOf(ReminderSql.referenceOf(kind.name, key, delivery.name))
-          const read = yield* retry(state.withState(table.getStatement(kind.name, key, delivery.name), stateKey))
+          const read = yield* reading(state.withState(table.getStatement(kind.name, key, delivery.name), stateKey))
           const row = read === undefined ? undefined : ReminderSql.rowOf(read.row)
           const manual = delivery.manual !== undefined
           // Unregistered, replaced, or an occurrence already handled (the row moved past it): drop it. A later
@@ -950,13 +976,13 @@ export const layer = (
               wakeAfter = result.wake
               return result.written
             })
-            yield* retry(others.length === 0 ? write : inTransaction(write))
+            yield* writing(others.length === 0 ? write : inTransaction(write))
             yield* wakeAfter
           } else {
             // Another runner's storage: the next occurrence is sent through the cluster, before the row moves on (a
             // crash in between delivers this one again).
-            if (nextDelivery !== undefined) yield* retry(sendOccurrence(kind, key, nextDelivery))
-            yield* retry(
+            if (nextDelivery !== undefined) yield* writing(sendOccurrence(kind, key, nextDelivery))
+            yield* writing(
               inTransaction(
                 Effect.tap(
                   Effect.map(final, (rows) => rows.length > 0),

@@ -4,7 +4,10 @@
  * thousands waiting every release costs thousands of fiber wake-ups: a runner recovering a backlog of durable
  * reminders spent most of its time collecting that garbage. Here a release hands its permit to the oldest waiter.
  */
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 
 export class Permits {
   private free: number
@@ -28,29 +31,35 @@ export class Permits {
   /** Runs `effect` holding one permit, waiting for it first when none is free; the permit is released however it ends. */
   readonly with = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.uninterruptibleMask((restore) =>
-      Effect.zipRight(restore(this.take), Effect.ensuring(restore(effect), Effect.sync(this.release)))
+      Effect.zipRight(this.take(restore), Effect.ensuring(restore(effect), Effect.sync(this.release)))
     )
 
-  private readonly take: Effect.Effect<void> = Effect.suspend(() => {
-    if (this.free > 0) {
-      this.free--
-      return Effect.void
-    }
-    return Effect.async<void>((resume) => {
-      let granted = false
+  /**
+   * Takes a permit (run uninterruptibly): the place in line is taken and its canceller attached in one step, and only
+   * the wait is interruptible (`restore`). Interrupted in line, the place is given up; interrupted as the permit came,
+   * the permit is given on.
+   */
+  private take(restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      if (this.free > 0) {
+        this.free--
+        return Effect.void
+      }
+      const granted = Deferred.unsafeMake<void>(FiberId.none)
+      let given = false
       const slot = this.offset + this.waiting.length
       this.waiting.push(() => {
-        granted = true
-        resume(Effect.void)
+        given = true
+        Deferred.unsafeDone(granted, Exit.void)
       })
-      // Interrupted while waiting: leave the queue (its slot is not served yet); interrupted as the permit came: give
-      // the permit on.
-      return Effect.sync(() => {
-        if (granted) this.release()
-        else this.waiting[slot - this.offset] = undefined
-      })
+      return Effect.onInterrupt(restore(Deferred.await(granted)), () =>
+        Effect.sync(() => {
+          if (given) this.release()
+          else this.waiting[slot - this.offset] = undefined
+        })
+      )
     })
-  })
+  }
 
   private readonly release = (): void => {
     while (this.head < this.waiting.length) {

@@ -325,6 +325,17 @@ describe("Reminders", () => {
           yield* ask(kind, { _tag: "After", name: "", label: "x", delay: 1_000 }),
           "InvalidReminderName"
         )
+        // The reference "reminded/g/<name>" keys the state and history rows: at most 246 characters, escapes counted.
+        assert.strictEqual(
+          yield* ask(kind, { _tag: "After", name: "x".repeat(236), label: "x", delay: 1_000 }),
+          "InvalidReminderName"
+        )
+        assert.strictEqual(
+          yield* ask(kind, { _tag: "After", name: "/".repeat(79), label: "x", delay: 1_000 }),
+          "InvalidReminderName"
+        )
+        assert.strictEqual(yield* ask(kind, { _tag: "After", name: "x".repeat(235), label: "x", delay: 1_000 }), "ok")
+        assert.strictEqual(yield* ask(kind, { _tag: "Unregister", name: "x".repeat(235) }), "true")
         assert.strictEqual(
           yield* ask(kind, { _tag: "After", name: "p", label: "x", delay: 1_000, period: 0 }),
           "InvalidTimerInterval"

@@ -194,7 +194,9 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
       const where = sql`WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name} AND generation = ${generation}`
       switch (write._tag) {
         case "advance":
-          return sql`UPDATE ${table} SET next_due = ${write.nextDue} ${where} RETURNING name`
+          // Not when it is there already: an attempt written again after a commit whose answer was lost.
+          return sql`UPDATE ${table} SET next_due = ${write.nextDue} ${where} AND next_due <> ${write.nextDue}
+            RETURNING name`
         case "current":
           return sql`UPDATE ${table} SET generation = generation ${where} RETURNING name`
         case "remove":
