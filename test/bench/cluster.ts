@@ -328,7 +328,12 @@ const oneRunner = async (
   options: ClusterOptions,
   log: (line: string) => void
 ): Promise<OneRunnerResult> => {
-  const capacity = 400 + 2 * (options.oneAtATime + options.batched) + 2 * options.lateness.reduce((a, b) => a + b, 0)
+  const capacity =
+    400 +
+    2 * (options.oneAtATime + options.batched) +
+    2 * options.lateness.reduce((a, b) => a + b, 0) +
+    2 * options.callers.length * options.batched +
+    options.batchesInFlight.length * options.largeBatch
   const deliveries = new Deliveries(capacity + 2 * options.retained)
   const [runner] = await startAll(1, storage, deliveries, undefined, PLAIN_ENV)
   const r = runner!
@@ -341,7 +346,6 @@ const oneRunner = async (
     const sizes0 = await r.command<Sizes>({ op: "sizes" })
     const heap0 = (await r.command<{ heapUsed: number }>({ op: "heap" })).heapUsed
     const registration = {} as Record<System, RegistrationRates>
-    const extra = { t: 0, p: 0 }
     const bytesPerPending = {} as Record<System, number>
     const heapPerPending = {} as Record<System, number>
     let sizesBefore = sizes0
@@ -365,37 +369,8 @@ const oneRunner = async (
           `${fmtRate(registration[system].batched)}/s ${c} at once, ${fmtBytes(bytesPerPending[system])} stored and ` +
           `${fmtBytes(heapPerPending[system])} of runner heap per pending reminder`
       )
-      // Many callers at once (group commit), and a large input in batches in flight together: after the storage
-      // and heap readings above, which these do not enter.
-      const concurrent: Array<{ callers: number; rate: number }> = []
-      for (const callers of options.callers) {
-        concurrent.push({
-          callers,
-          rate: rateOf(await register(r, system, ids.take(options.batched), far, far + FAR, callers))
-        })
-        extra[system] += options.batched
-      }
-      const inFlight: Array<{ inFlight: number; rate: number }> = []
-      if (system === "t") {
-        for (const n of options.batchesInFlight) {
-          const run = await register(r, system, ids.take(options.largeBatch), far, far + FAR, 1, BATCH, n)
-          inFlight.push({ inFlight: n, rate: rateOf(run) })
-          extra[system] += options.largeBatch
-        }
-      }
-      registration[system] = { ...registration[system], concurrent, batchesInFlight: inFlight }
-      log(
-        `  ${LABEL[system]}: ` +
-          concurrent.map((c) => `${fmtRate(c.rate)}/s with ${c.callers} callers`).join(", ") +
-          inFlight
-            .map(
-              (b) =>
-                `, ${fmtInt(options.largeBatch)} in batches of ${BATCH}, ${b.inFlight} in flight: ${fmtRate(b.rate)}/s`
-            )
-            .join("")
-      )
-      sizesBefore = await r.command<Sizes>({ op: "sizes" })
-      heapBefore = (await r.command<{ heapUsed: number }>({ op: "heap" })).heapUsed
+      sizesBefore = sizes
+      heapBefore = heap
     }
     const pendingTables = sizesBefore.tables
     const lateness: Array<LatenessRow> = []
@@ -446,6 +421,35 @@ const oneRunner = async (
           `${fmtBytes(totalBytes(after))} (${fmtBytes(retention[system].bytesPerDelivered)} kept per delivery)`
       )
     }
+    for (const system of SYSTEMS) {
+      // Many callers at once (group commit), and a large input in batches in flight together: last, so that what
+      // is measured above (storage, heap, lateness, retention) sees the same pending set as before they existed.
+      const concurrent: Array<{ callers: number; rate: number }> = []
+      for (const callers of options.callers) {
+        concurrent.push({
+          callers,
+          rate: rateOf(await register(r, system, ids.take(options.batched), far, far + FAR, callers))
+        })
+      }
+      const inFlight: Array<{ inFlight: number; rate: number }> = []
+      if (system === "t") {
+        for (const n of options.batchesInFlight) {
+          const run = await register(r, system, ids.take(options.largeBatch), far, far + FAR, 1, BATCH, n)
+          inFlight.push({ inFlight: n, rate: rateOf(run) })
+        }
+      }
+      registration[system] = { ...registration[system], concurrent, batchesInFlight: inFlight }
+      log(
+        `  ${LABEL[system]}: ` +
+          concurrent.map((c) => `${fmtRate(c.rate)}/s with ${c.callers} callers`).join(", ") +
+          inFlight
+            .map(
+              (b) =>
+                `, ${fmtInt(options.largeBatch)} in batches of ${BATCH}, ${b.inFlight} in flight: ${fmtRate(b.rate)}/s`
+            )
+            .join("")
+      )
+    }
     const pendingEach = 200 + options.oneAtATime + options.batched
     return {
       registration,
@@ -454,7 +458,7 @@ const oneRunner = async (
       pendingTables,
       lateness,
       retention,
-      pending: { t: pendingEach + extra.t, p: pendingEach + extra.p },
+      pending: { t: pendingEach, p: pendingEach },
       callersEach: options.batched,
       largeBatch: options.largeBatch
     }
