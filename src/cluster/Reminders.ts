@@ -9,6 +9,8 @@
  *   bounded by the runner's storage poll interval (`ShardingConfig.entityMessagePollInterval`).
  * - Registering writes the reminder's row and its first occurrence together (one statement on PostgreSQL, one
  *   transaction on SQLite), straight into @effect/cluster's messages table on a runner built by `ClusterRunner`.
+ *   Single registrations in flight together share that statement or transaction and its commit (group commit),
+ *   each caller keeping its own answer and typed error.
  * - Each registration gets a fresh generation; an occurrence whose generation is no longer current (unregistered,
  *   replaced) is dropped when it arrives. Re-registering a name replaces it.
  * - Missed while the whole cluster was down: the pending occurrence fires once on recovery, then the reminder
