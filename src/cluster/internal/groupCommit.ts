@@ -23,10 +23,8 @@
  * @internal
  */
 import * as Cause from "effect/Cause"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as FiberId from "effect/FiberId"
 import type * as Scope from "effect/Scope"
 
 export interface GroupCommit<I, A, E> {
@@ -51,9 +49,11 @@ export interface Options<I, A, E, R> {
 
 interface Entry<I, A, E> {
   readonly item: I
-  readonly deferred: Deferred.Deferred<A, E>
+  /** Resumes the caller (once: the runtime ignores a resume after the caller was interrupted). */
+  readonly resume: (exit: Exit.Exit<A, E>) => void
   /** queued → taken (in a batch), or queued → cancelled (its caller was interrupted first). */
   state: "queued" | "taken" | "cancelled"
+  answered: boolean
 }
 
 /**
@@ -70,7 +70,11 @@ export const make = <I, A, E, R>(
     /** Open while the queue may hold an item: the worker waits on it. */
     const ready = yield* Effect.makeLatch(false)
 
-    const complete = (entry: Entry<I, A, E>, exit: Exit.Exit<A, E>) => Deferred.unsafeDone(entry.deferred, exit)
+    const complete = (entry: Entry<I, A, E>, exit: Exit.Exit<A, E>) => {
+      if (entry.answered) return
+      entry.answered = true
+      entry.resume(exit)
+    }
 
     /** Takes the next batch (synchronously: no caller can enqueue in between, so no wake-up is lost). */
     const take = (): Array<Entry<I, A, E>> => {
@@ -95,40 +99,49 @@ export const make = <I, A, E, R>(
           : Effect.dieMessage(`group commit: the writer gave ${results.length} results for ${items.length} items`)
       )
 
+    /** Writes a batch and answers each of its callers. */
     const writeBatch = (batch: ReadonlyArray<Entry<I, A, E>>): Effect.Effect<void, never, R> =>
-      Effect.gen(function* () {
-        const exit = yield* Effect.exit(written(batch.map((entry) => entry.item)))
+      Effect.flatMap(Effect.exit(written(batch.map((entry) => entry.item))), (exit) => {
         if (Exit.isSuccess(exit)) {
           for (let i = 0; i < batch.length; i++) complete(batch[i]!, Exit.succeed(exit.value[i]!))
-          return
+          return Effect.void
         }
         if (batch.length === 1 || Cause.isInterruptedOnly(exit.cause)) {
           for (const entry of batch) complete(entry, exit as Exit.Exit<never, E>)
-          return
+          return Effect.void
         }
         // The batch failed whole: each item alone, in order, so each caller gets its own item's answer.
-        for (const entry of batch) {
-          const alone = yield* Effect.exit(written([entry.item]))
-          complete(
-            entry,
-            Exit.map(alone, (results) => results[0]!)
-          )
-        }
+        return Effect.forEach(
+          batch,
+          (entry) =>
+            Effect.map(Effect.exit(written([entry.item])), (alone) =>
+              complete(
+                entry,
+                Exit.map(alone, (results) => results[0]!)
+              )
+            ),
+          { discard: true }
+        )
       })
 
-    const worker = Effect.forever(
-      Effect.flatMap(ready.await, () =>
-        Effect.suspend(() => {
-          const batch = take()
-          if (batch.length === 0) return Effect.void
-          // Interrupted (the scope closes): the callers of the batch are answered here, not left waiting.
-          return Effect.onInterrupt(writeBatch(batch), () =>
-            Effect.sync(() => {
-              for (const entry of batch) complete(entry, Exit.fail(options.closed("inFlight")))
-            })
-          )
+    /** The batch being written: answered by the worker's interruption (when the scope closes), not left waiting. */
+    let inFlight: ReadonlyArray<Entry<I, A, E>> = []
+    const step = Effect.flatMap(ready.await, () =>
+      Effect.suspend(() => {
+        const batch = take()
+        if (batch.length === 0) return Effect.void
+        inFlight = batch
+        return writeBatch(batch)
+      })
+    )
+    // A loop without `Effect.forever`'s yield between turns: the worker yields when it waits for the next item.
+    const loop: Effect.Effect<never, never, R> = Effect.flatMap(step, () => loop)
+    const worker = Effect.onInterrupt(
+      Effect.suspend(() => loop),
+      () =>
+        Effect.sync(() => {
+          for (const entry of inFlight) complete(entry, Exit.fail(options.closed("inFlight")))
         })
-      )
     )
 
     // Finalizers run in reverse: no new item once closing, then the worker interrupted (it answers the callers of the
@@ -146,20 +159,18 @@ export const make = <I, A, E, R>(
       })
     )
 
+    // The caller waits in `Effect.async` (a `Deferred` per caller cost several times the hand-off itself); its
+    // interruption runs the canceler, which takes a queued item out.
     const submit = (item: I): Effect.Effect<A, E> =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.suspend(() => {
-          if (closed) return Effect.fail(options.closed("queued"))
-          const entry: Entry<I, A, E> = { item, deferred: Deferred.unsafeMake<A, E>(FiberId.none), state: "queued" }
-          queue.push(entry)
-          ready.unsafeOpen()
-          return Effect.onInterrupt(restore(Deferred.await(entry.deferred)), () =>
-            Effect.sync(() => {
-              if (entry.state === "queued") entry.state = "cancelled"
-            })
-          )
+      Effect.async<A, E>((resume) => {
+        if (closed) return resume(Exit.fail(options.closed("queued")))
+        const entry: Entry<I, A, E> = { item, resume, state: "queued", answered: false }
+        queue.push(entry)
+        ready.unsafeOpen()
+        return Effect.sync(() => {
+          if (entry.state === "queued") entry.state = "cancelled"
         })
-      )
+      })
 
     return { submit }
   })
