@@ -97,7 +97,7 @@ export const engineRestarts = (system: string): Metric.Metric.Counter<number> =>
 /**
  * What happened to named schedules (`Schedules`), by `event`: `paused`, `resumed`, `triggered`, `missed` (instants
  * a misfire did not run), `overlap` (a task instant that came while a run was going), `retry` (a failed run tried
- * again), `paused_on_failure`.
+ * again), `paused_on_failure`, `storage_retry` (a durable reminder's delivery whose storage failed, tried again).
  *
  * @example
  * ```ts
@@ -111,7 +111,7 @@ export const engineRestarts = (system: string): Metric.Metric.Counter<number> =>
  * @category constructors
  */
 export const scheduleEvents = (
-  event: "paused" | "resumed" | "triggered" | "missed" | "overlap" | "retry" | "paused_on_failure"
+  event: "paused" | "resumed" | "triggered" | "missed" | "overlap" | "retry" | "paused_on_failure" | "storage_retry"
 ): Metric.Metric.Counter<number> =>
   counter("tickwork_schedule_events_total", "what happened to named schedules", "event", event)
 

@@ -154,7 +154,7 @@ export const withMisfireThreshold = (misfireThreshold: Duration.DurationInput): 
 export type Fire = internal.Fire
 
 /**
- * One fired instant as recorded in storage (kept for a day).
+ * One fired instant as recorded in storage (kept for a day; older ones are deleted at most once an hour).
  *
  * @since 0.1.0
  * @category models

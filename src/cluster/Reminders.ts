@@ -42,10 +42,11 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { GrainProps } from "../Grain.js"
 import { delayMillis, intervalMillis } from "../internal/duration.js"
+import { Permits } from "../internal/permits.js"
 import { DEFAULTS, notRun, parsePolicies } from "../internal/schedules.js"
 import { scheduleEvents } from "../Metrics.js"
 import * as QuartzCron from "../QuartzCron.js"
-import type { Misfire, Policies, ScheduleSource } from "../Schedules.js"
+import type { Misfire, Policies, Run, ScheduleSource } from "../Schedules.js"
 import {
   type InvalidCronExpression,
   InvalidSchedulePolicy,
@@ -291,7 +292,7 @@ export interface RemindersService {
   /**
    * Entity side: checks an arriving occurrence against the table, hands the message to `handle` (a failure of it is
    * a failed occurrence: retried, counted and recorded under the reminder's failure policies), then schedules the
-   * next occurrence (or removes a one-shot).
+   * next occurrence (or removes a one-shot). Its own storage operations are tried until they pass (see `untilStored`).
    */
   readonly deliver: <Msg, A, E>(
     kind: KindWire<Msg, A, E>,
@@ -372,9 +373,39 @@ const storage =
   <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, ReminderStorageError, R> =>
     Effect.mapError(effect, (cause) => new ReminderStorageError({ operation, cause }))
 
-/** A storage operation on the delivery path, retried a few times before the delivery is given up (and logged). */
-const retried = <A, R>(effect: Effect.Effect<A, SqlError, R>): Effect.Effect<A, SqlError, R> =>
-  Effect.retry(effect, { times: 4, schedule: Schedule.exponential("200 millis") })
+/**
+ * Deliveries of one runner that use storage at once (reading a reminder, writing an occurrence's outcome); the grain's
+ * handling is outside the limit. Without one, thousands of occurrences arriving together (a restart with a backlog)
+ * each wait for one of the pool's connections, every wait longer than the pool's acquire timeout, and none progresses.
+ */
+const DELIVERY_STORAGE_CONCURRENCY = 8
+
+/** The waits between attempts of a storage operation on the delivery path: doubling from 200 ms, at most 10 s. */
+const STORAGE_RETRY = Schedule.exponential("200 millis").pipe(Schedule.union(Schedule.spaced("10 seconds")))
+
+/**
+ * A storage operation on the delivery path, tried until it succeeds: giving up would lose the occurrence, since the
+ * cluster marks a message processed once its handler returns. Each failure is logged and counted
+ * (`scheduleEvents("storage_retry")`). The operation itself runs uninterruptibly, the waits between attempts are
+ * interruptible: a runner that shuts down while its storage fails leaves the message unprocessed, for the shard's next
+ * owner to deliver.
+ */
+const untilStored =
+  (what: string) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, never, R> =>
+    Effect.interruptible(
+      Effect.retry(
+        Effect.uninterruptible(
+          Effect.tapError(effect, (error) =>
+            Effect.zipRight(
+              Effect.sync(() => scheduleEvents("storage_retry").unsafeUpdate(1, [])),
+              Effect.logWarning(`${what}: storage failed; tried again`, error)
+            )
+          )
+        ),
+        STORAGE_RETRY
+      )
+    ).pipe(Effect.orDie) // never reached: the schedule has no end
 
 /**
  * The first occurrence of a schedule after `now`, checked; also what the row stores. Storage holds whole milliseconds
@@ -566,6 +597,7 @@ export const layer = (
       yield* storage("table creation")(ScheduleState.ensureStateTables)
       const state = yield* ScheduleState.make
       const withSharding = Effect.provideService(Sharding, sharding)
+      const storagePermits = new Permits(DELIVERY_STORAGE_CONCURRENCY)
 
       /** A reminder's failure policies from `options.policies`, checked. */
       const failurePolicies = (reminder: ReminderId): Either.Either<FailurePolicies, InvalidSchedulePolicy> => {
@@ -802,15 +834,19 @@ export const layer = (
 
       const deliver: RemindersService["deliver"] = (kind, key, delivery, handle) =>
         Effect.gen(function* () {
-          const row = yield* retried(table.get(kind.name, key, delivery.name))
+          const tried = untilStored(`reminder "${delivery.name}" of grain ${kind.name}/${key}`)
+          const retry = <A, E, R>(effect: Effect.Effect<A, E, R>) => storagePermits.with(tried(effect))
+          // The reminder's row and its state (pause, policies, failures in a row), in one read.
+          const stateKey = ReminderSql.stateKeyOf(ReminderSql.referenceOf(kind.name, key, delivery.name))
+          const read = yield* retry(state.withState(table.getStatement(kind.name, key, delivery.name), stateKey))
+          const row = read === undefined ? undefined : ReminderSql.rowOf(read.row)
           const manual = delivery.manual !== undefined
           // Unregistered, replaced, or an occurrence already handled (the row moved past it): drop it. A later
           // occurrence than the row's is accepted: the row's advance may have failed after it was persisted. An
           // operator's trigger is outside the grid: only its generation is checked.
           if (row === undefined || row.generation !== delivery.generation || (!manual && delivery.due < row.nextDue))
             return
-          const stateKey = ReminderSql.stateKeyOf(ReminderSql.referenceOf(kind.name, key, row.name))
-          const stored = yield* retried(state.get(stateKey))
+          const stored = read?.state
           const keep = stored?.policies.history ?? DEFAULTS.history
           const runId = manual ? `m:${delivery.manual}` : `s:${delivery.generation}:${delivery.due}`
           const trigger = manual ? "manual" : "schedule"
@@ -818,11 +854,14 @@ export const layer = (
           const misfire = manual
             ? undefined
             : decideMisfire(row, delivery.due, arrived, stored?.policies ?? { ...DEFAULTS, retry: false })
-          // What storage records of this occurrence, written at the end in one transaction (one commit).
+          // What storage records of this occurrence, written at the end with the row's own write: its run in the
+          // history, and the other writes (failures in a row, a pause).
+          let run: Run | undefined
           const writes: Array<Effect.Effect<unknown, SqlError>> = []
           let pausedNow = false
-          const passed = (outcome: "skipped" | "missed", detail: string) =>
-            writes.push(state.record(stateKey, runId, notRun(delivery.due, trigger, outcome, detail), keep))
+          const passed = (outcome: "skipped" | "missed", detail: string) => {
+            run = notRun(delivery.due, trigger, outcome, detail)
+          }
           if (stored?.pause !== undefined && !manual) {
             // Paused: the occurrence passes without reaching the grain; the grid goes on, so resume needs only the flag.
             passed("skipped", `paused: ${stored.pause.note}`)
@@ -866,23 +905,16 @@ export const layer = (
               }
             }
             const end = yield* Clock.currentTimeMillis
-            writes.push(
-              state.record(
-                stateKey,
-                runId,
-                {
-                  instant: delivery.due,
-                  trigger,
-                  start,
-                  end,
-                  outcome: failure === undefined ? "sent" : "failed",
-                  lateness: Math.max(0, start - delivery.due),
-                  attempts,
-                  ...(failure === undefined ? {} : { detail: failure })
-                },
-                keep
-              )
-            )
+            run = {
+              instant: delivery.due,
+              trigger,
+              start,
+              end,
+              outcome: failure === undefined ? "sent" : "failed",
+              lateness: Math.max(0, start - delivery.due),
+              attempts,
+              ...(failure === undefined ? {} : { detail: failure })
+            }
             // Failures in a row, and the pause at the limit (an operator's stored limit before the code's).
             if (failure === undefined) {
               if ((stored?.failuresInRow ?? 0) > 0) writes.push(state.succeeded(stateKey))
@@ -908,39 +940,67 @@ export const layer = (
               )
             }
           }
-          // The row's own write comes first in the final transaction, conditional on the generation delivered: when
-          // the reminder was unregistered or replaced while the grain handled it, nothing else is written (no state,
+          // The row's own write comes first, conditional on the generation delivered: when the reminder was
+          // unregistered or replaced while the grain handled it, nothing else is written (no occurrence, state,
           // history or pause is re-created for it). A manual trigger does not move the row: its generation is checked.
-          let current: Effect.Effect<boolean, SqlError> = table.current(kind.name, key, row.name, row.generation)
-          if (!manual) {
-            const now = yield* Clock.currentTimeMillis
-            const next = misfire?.next ?? nextOccurrence(row, delivery.due, now)
-            if (next === undefined) {
-              current = table.remove(kind.name, key, row.name, row.generation)
-            } else {
-              // The next occurrence is persisted before the row moves on: a crash in between redelivers this one.
-              yield* sendOccurrence(
-                kind,
-                key,
-                new ReminderDelivery({ name: row.name, generation: row.generation, due: next })
-              )
-              current = table.advance(kind.name, key, row.name, row.generation, next)
-            }
-          }
-          const guarded = current
-          yield* retried(
+          const next = manual
+            ? undefined
+            : (misfire?.next ?? nextOccurrence(row, delivery.due, yield* Clock.currentTimeMillis))
+          const final = table.finalStatement(
+            kind.name,
+            key,
+            row.name,
+            row.generation,
+            manual ? { _tag: "current" } : next === undefined ? { _tag: "remove" } : { _tag: "advance", nextDue: next }
+          )
+          const nextDelivery =
+            next === undefined
+              ? undefined
+              : new ReminderDelivery({ name: row.name, generation: row.generation, due: next }, true)
+          const recorded = run === undefined ? [] : state.recordStatements(stateKey, runId, run, keep)
+          const others = writes
+          /** The other writes, after the row's and the run's, in the same transaction, if the row's held. */
+          const inTransaction = <E>(first: Effect.Effect<boolean, E>) =>
             sql.withTransaction(
               Effect.suspend(() => {
                 pausedNow = false
-                return Effect.flatMap(guarded, (still) => (still ? Effect.all(writes, { discard: true }) : Effect.void))
+                return Effect.tap(first, (still) => (still ? Effect.all(others, { discard: true }) : Effect.void))
               })
             )
-          )
+          if (occurrences !== undefined) {
+            // The row's write, the next occurrence (a row of the messages table) and the run: one statement on
+            // PostgreSQL (one commit, no transaction round trips when nothing else is written), one transaction on
+            // SQLite.
+            let wakeAfter: Effect.Effect<void> = Effect.void
+            const write = Effect.map(occurrences.writeIf(kind, key, nextDelivery, final, recorded), (result) => {
+              wakeAfter = result.wake
+              return result.written
+            })
+            yield* retry(others.length === 0 ? write : inTransaction(write))
+            yield* wakeAfter
+          } else {
+            // Another runner's storage: the next occurrence is sent through the cluster, before the row moves on (a
+            // crash in between delivers this one again).
+            if (nextDelivery !== undefined) yield* retry(sendOccurrence(kind, key, nextDelivery))
+            yield* retry(
+              inTransaction(
+                Effect.tap(
+                  Effect.map(final, (rows) => rows.length > 0),
+                  (still) =>
+                    still && recorded.length > 0
+                      ? Effect.forEach(recorded, (statement) => statement(sql`1 = 1`, false), { discard: true })
+                      : Effect.void
+                )
+              )
+            )
+          }
           if (pausedNow) scheduleEvents("paused_on_failure").unsafeUpdate(1, [])
         }).pipe(
           withSharding,
-          Effect.catchAllCause((cause) =>
-            Effect.logError(`reminder "${delivery.name}" of grain ${kind.name}/${key} could not be delivered`, cause)
+          // Only a defect (a bug) gets here: storage failures are tried again until they pass, and the grain's own
+          // failure is the occurrence's outcome.
+          Effect.catchAllDefect((defect) =>
+            Effect.logError(`reminder "${delivery.name}" of grain ${kind.name}/${key} could not be delivered`, defect)
           )
         )
 

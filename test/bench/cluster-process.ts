@@ -21,6 +21,12 @@ export const freePort = (): Promise<number> =>
     })
   })
 
+/**
+ * Extra Node options for the runner processes, e.g. `TICKWORK_BENCH_RUNNER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/p"`
+ * to profile them (Node refuses `--cpu-prof` in NODE_OPTIONS).
+ */
+const NODE_ARGS = (process.env.TICKWORK_BENCH_RUNNER_NODE_ARGS ?? "").split(/\s+/).filter((arg) => arg !== "")
+
 export type System = "t" | "p"
 
 /**
@@ -137,7 +143,7 @@ export const startRunner = async (
   env: Record<string, string> = {}
 ): Promise<RunnerProcess> => {
   const port = await freePort()
-  const child = spawn(process.execPath, ["--expose-gc", "--import", import.meta.resolve("tsx"), script], {
+  const child = spawn(process.execPath, [...NODE_ARGS, "--expose-gc", "--import", import.meta.resolve("tsx"), script], {
     env: { ...process.env, ...env, PORT: String(port), STORAGE: storage.spec },
     stdio: ["pipe", "pipe", "pipe"]
   })

@@ -1,8 +1,18 @@
+import * as EntityAddress from "@effect/cluster/EntityAddress"
+import * as Envelope from "@effect/cluster/Envelope"
+import * as Message from "@effect/cluster/Message"
+import * as MessageStorage from "@effect/cluster/MessageStorage"
+import * as ShardId from "@effect/cluster/ShardId"
+import * as Sharding from "@effect/cluster/Sharding"
+import * as Snowflake from "@effect/cluster/Snowflake"
+import * as Headers from "@effect/platform/Headers"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, DateTime, Effect, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
 import { GrainTimers } from "tickwork"
 import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
+import { FirePayload, makeEntity } from "../../src/cluster/internal/cron.js"
+import * as CronMessages from "../../src/cluster/internal/cronMessages.js"
 import { captureLogs } from "../utils.js"
 import { advance, historyOf, iso, startRunner } from "./conformance-helpers.js"
 
@@ -457,5 +467,102 @@ describe("ClusterScheduler on several runners (one process, TestClock)", () => {
         [10, 20, 30, 40, 50].map((s) => iso(s * 1000))
       )
     })
+  )
+})
+
+describe("ClusterScheduler's next instant, written with the instant's transaction", () => {
+  /** Every column of the cron's fire requests in `cluster_messages`, as plain values, oldest first. */
+  const fireRows = Effect.gen(function* () {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const rows = yield* sql<
+      Record<string, unknown>
+    >`SELECT * FROM cluster_messages WHERE tag = 'fire' ORDER BY id`.pipe(
+      Effect.provideService(SqlClient.SafeIntegers, true)
+    )
+    return rows.map((row) =>
+      Object.fromEntries(
+        Object.entries(row).map(([column, value]) => [column, typeof value === "bigint" ? String(value) : value])
+      )
+    )
+  })
+
+  it.scoped("format: the row is the one SqlMessageStorage.saveRequest writes for the same request", () =>
+    Effect.gen(function* () {
+      const { execute, fired } = recorder()
+      yield* ClusterScheduler.scheduleWithCron(
+        "*/10 * * * * ?",
+        execute,
+        ClusterScheduler.withTimerReference("written")
+      )
+      yield* advance(11)
+      assert.deepStrictEqual(fired, [iso(10_000)])
+      // The message of 20 s, written by the instant of 10 s (the one of 10 s was sent by the singleton's start).
+      const written = (yield* fireRows).filter((row) => row.entity_id === iso(20_000))
+      assert.strictEqual(written.length, 1)
+      const row = written[0]!
+      assert.strictEqual(Number(row.deliver_at), 20_000)
+      assert.strictEqual(Number(row.processed), 0)
+
+      // The same request saved by @effect/cluster itself, with the same id, replaces it: every column agrees.
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      yield* sql`DELETE FROM cluster_messages WHERE id = ${row.id as string}`
+      const entity = makeEntity("written")
+      const rpc = entity.protocol.requests.get("fire")!
+      const saved = yield* (yield* MessageStorage.MessageStorage).saveRequest(
+        new Message.OutgoingRequest({
+          envelope: Envelope.makeRequest<any>({
+            requestId: Snowflake.Snowflake(row.id as string),
+            address: EntityAddress.make({
+              shardId: ShardId.ShardId.fromString(row.shard_id as string),
+              entityType: entity.type,
+              entityId: row.entity_id as never
+            }),
+            tag: "fire",
+            payload: new FirePayload({
+              instant: 20_000,
+              generation: Number(JSON.parse(row.payload as string).generation)
+            }),
+            headers: Headers.fromInput(JSON.parse(row.headers as string))
+          }),
+          lastReceivedReply: Option.none(),
+          rpc: rpc as never,
+          context: Context.empty() as never,
+          respond: () => Effect.void
+        })
+      )
+      assert.strictEqual(saved._tag, "Success")
+      const resaved = (yield* fireRows).filter((r) => r.entity_id === iso(20_000))
+      const comparable = (rows: ReadonlyArray<Record<string, unknown>>) =>
+        rows.map(({ last_read: _, ...columns }) => columns)
+      assert.deepStrictEqual(comparable(resaved), comparable(written))
+      // And it is delivered at its instant, as a sent one.
+      yield* advance(10)
+      assert.deepStrictEqual(fired, [iso(10_000), iso(20_000)])
+    }).pipe(Effect.provide(ClusterRunner.layerTest()))
+  )
+
+  it.scoped(
+    "the write is taken only while the messages table has exactly @effect/cluster's columns; else the next is sent",
+    () =>
+      Effect.gen(function* () {
+        const writerOf = Effect.flatMap(Effect.all([Sharding.Sharding, SqlClient.SqlClient]), ([sharding, sql]) =>
+          CronMessages.make(sharding, sql, makeEntity("drift") as never)
+        )
+        assert.isDefined(yield* writerOf)
+        const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+        yield* sql`ALTER TABLE cluster_messages ADD COLUMN drift TEXT`
+        assert.isUndefined(yield* writerOf)
+        const { execute, fired } = recorder()
+        yield* ClusterScheduler.scheduleWithCron(
+          "*/10 * * * * ?",
+          execute,
+          ClusterScheduler.withTimerReference("drift")
+        )
+        yield* advance(31)
+        assert.deepStrictEqual(
+          fired,
+          [10, 20, 30].map((s) => iso(s * 1000))
+        )
+      }).pipe(Effect.provide(ClusterRunner.layerTest()))
   )
 })

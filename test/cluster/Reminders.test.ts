@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Context, Effect, Exit, Fiber, Layer, Schema, Scope, TestClock } from "effect"
-import { ActorSystem, Grain, Passivation } from "tickwork"
+import { Clock, Context, Effect, Exit, Fiber, Layer, Metric, Schema, Scope, TestClock } from "effect"
+import { ActorSystem, Grain, Metrics, Passivation } from "tickwork"
 import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
 import { TestCluster } from "tickwork/cluster/testkit"
 import * as ReminderSql from "../../src/cluster/internal/reminderSql.js"
@@ -85,6 +85,9 @@ const runnerOn = (kind: ClusterGrain.ClusterGrain<any, any, any, any>) =>
 const ask = (kind: ClusterGrain.ClusterGrain<Msg, string, any, any>, message: Msg) =>
   ClusterGrain.ask(kind, "g", message, { timeout: "10 seconds" })
 
+/** Failed storage operations of reminder deliveries tried again, so far (a global counter). */
+const storageRetries = Metric.value(Metrics.scheduleEvents("storage_retry")).pipe(Effect.map((state) => state.count))
+
 const fired = (events: ReadonlyArray<string>) => events.filter((e) => e.includes("@"))
 
 /** The clock times at which reminders were delivered. */
@@ -127,21 +130,56 @@ describe("Reminders", () => {
     )
   )
 
-  // Known bug (docs/cluster.md, Known limits): `deliver` logs its own storage failures and returns, so the message is
-  // marked processed and the occurrence lost. `fails` while the bug stands; when it is fixed, drop `.fails`.
-  it.effect.fails("known bug: storage failing when an occurrence arrives loses it (it should come again)", () =>
+  // Storage failing on the delivery path must not lose the occurrence: the cluster marks a message processed once its
+  // handler returns, so the delivery tries its storage again until it passes.
+  it.effect("storage failing when an occurrence arrives: tried again until it is back, then delivered once", () =>
     withSubject(({ events, kind }) =>
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
+        const retriesBefore = yield* storageRetries
         assert.strictEqual(yield* ask(kind, { _tag: "After", name: "wake", label: "wake", delay: 10_000 }), "ok")
-        // The reminders' table is away when the occurrence arrives: its statements fail beyond their retries.
+        // When the occurrence arrives, reading the reminder's row fails (a view in the table's place, whose every read
+        // fails while it runs: a failure SQLite's prepare cache does not keep).
         yield* sql`ALTER TABLE cluster_tickwork_reminders RENAME TO cluster_tickwork_reminders_away`
+        yield* sql`CREATE VIEW cluster_tickwork_reminders AS
+          SELECT * FROM cluster_tickwork_reminders_away WHERE json('storage is failing') IS NOT NULL`
         yield* advance(15)
+        assert.deepStrictEqual(fired(events), [])
+        assert.isAtLeast((yield* storageRetries) - retriesBefore, 3)
+        yield* sql`DROP VIEW cluster_tickwork_reminders`
         yield* sql`ALTER TABLE cluster_tickwork_reminders_away RENAME TO cluster_tickwork_reminders`
-        yield* advance(30)
-        assert.strictEqual(fired(events).length, 1)
+        yield* advance(15)
+        assert.deepStrictEqual(firedTimes(events).length, 1)
+        assert.strictEqual(yield* ask(kind, { _tag: "List" }), "")
+        assert.strictEqual((yield* sql`SELECT name FROM cluster_tickwork_reminders`).length, 0)
       })
     )
+  )
+
+  it.effect(
+    "storage failing after the grain handled an occurrence: the outcome is written later, not handed twice",
+    () =>
+      withSubject(({ events, kind }) =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const retriesBefore = yield* storageRetries
+          assert.strictEqual(yield* ask(kind, { _tag: "After", name: "wake", label: "wake", delay: 10_000 }), "ok")
+          // The one-shot's row cannot be removed once delivered (its final transaction fails).
+          yield* sql`CREATE TRIGGER keep_reminders BEFORE DELETE ON cluster_tickwork_reminders
+          BEGIN SELECT RAISE(ABORT, 'storage is failing'); END`
+          yield* advance(15)
+          assert.deepStrictEqual(firedTimes(events), [10_001])
+          assert.isAtLeast((yield* storageRetries) - retriesBefore, 3)
+          // The grain's other messages wait meanwhile (its entity handles one message at a time): storage is read here.
+          const rows = () => sql`SELECT name FROM cluster_tickwork_reminders`
+          assert.strictEqual((yield* rows()).length, 1)
+          yield* sql`DROP TRIGGER keep_reminders`
+          yield* advance(15)
+          // Written once storage was back; the grain was not handed the occurrence again.
+          assert.deepStrictEqual(firedTimes(events), [10_001])
+          assert.strictEqual((yield* rows()).length, 0)
+        })
+      )
   )
 
   it.effect("a periodic reminder keeps its grid", () =>

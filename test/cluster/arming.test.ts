@@ -3,10 +3,13 @@
  * instant, not at the runner's next storage poll. The storage poll is set to 10 seconds here, so a delivery on time
  * can only come from the arming.
  */
+import type * as MessageStorage from "@effect/cluster/MessageStorage"
+import * as ShardId from "@effect/cluster/ShardId"
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Context, DateTime, Effect, Exit, Layer, Schema, Scope, TestClock } from "effect"
 import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, ClusterScheduler, Reminders } from "tickwork/cluster"
+import * as Arming from "../../src/cluster/internal/arming.js"
 import { historyOf, iso, startRunner } from "./conformance-helpers.js"
 
 const POLL = { entityMessagePollInterval: "10 seconds" } as const
@@ -160,6 +163,161 @@ describe("local arming", () => {
       yield* advanceTo(info.nextDue)
       assert.deepStrictEqual(delivered, [["moved", info.nextDue]])
       yield* Scope.close(second.scope, Exit.void)
+    })
+  )
+})
+
+describe("armed due times: one sorted store, one timer", () => {
+  /** Deterministic pseudo-random integers in [0, n) (xorshift32). */
+  const random = (seed: number) => (n: number) => {
+    seed ^= seed << 13
+    seed ^= seed >>> 17
+    seed ^= seed << 5
+    return (seed >>> 0) % n
+  }
+
+  it("a merge holds the sorted union of what it was given, each time once", () => {
+    const next = random(7)
+    for (let round = 0; round < 200; round++) {
+      const store = new Arming.DueTimes()
+      const reference = new Set<number>()
+      let dropped = 0
+      for (let step = 0; step < 12; step++) {
+        if (next(4) === 0) {
+          const now = dropped + next(400)
+          store.dropThrough(now)
+          for (const t of reference) if (t <= now) reference.delete(t)
+          dropped = now
+          continue
+        }
+        const times = Array.from({ length: next(150) }, () => dropped + 1 + next(1_000))
+        // Scans return sorted, distinct times; a few rounds give anything else (a duplicate, out of order).
+        const given = round % 5 === 0 ? times : Array.from(new Set(times)).sort((a, b) => a - b)
+        const fresh = new Set(given.filter((t) => !reference.has(t))).size
+        assert.strictEqual(store.merge(given), fresh, `round ${round} step ${step}`)
+        for (const t of given) reference.add(t)
+        assert.deepStrictEqual(
+          store.toArray(),
+          Array.from(reference).sort((a, b) => a - b),
+          `round ${round} step ${step}`
+        )
+      }
+    }
+  })
+
+  it("a merge of times already held adds nothing and keeps the buffer", () => {
+    const store = new Arming.DueTimes()
+    assert.strictEqual(store.merge([10, 20, 30]), 3)
+    const capacity = store.capacity
+    assert.strictEqual(store.merge([10, 30]), 0)
+    assert.strictEqual(store.merge([20, 20, Number.NaN]), 0)
+    assert.deepStrictEqual(store.toArray(), [10, 20, 30])
+    assert.strictEqual(store.capacity, capacity)
+  })
+
+  it("the buffer grows to what is held and is released once it fired", () => {
+    const store = new Arming.DueTimes()
+    const times = Array.from({ length: 10_000 }, (_, i) => 1_000 + i)
+    assert.strictEqual(store.merge(times), 10_000)
+    assert.isAtLeast(store.capacity, 10_000)
+    assert.isAtMost(store.capacity, 32_768)
+    store.dropThrough(10_500)
+    assert.strictEqual(store.size, 499)
+    assert.isAtMost(store.capacity, 4_096)
+    store.dropThrough(20_000)
+    assert.strictEqual(store.size, 0)
+    assert.strictEqual(store.capacity, 0)
+    assert.strictEqual(store.first(), undefined)
+  })
+
+  /**
+   * An arming over a scripted scan query: each read (through the wrapped storage) makes a scan that returns the next
+   * script entry; `polls` records the clock at each opening of the read loop.
+   */
+  const scripted = (scans: Array<ReadonlyArray<number>>) =>
+    Effect.gen(function* () {
+      const polls: Array<number> = []
+      const scanned: Array<number> = []
+      const arming = yield* Arming.makeWith((_shards, now) =>
+        Effect.suspend(() => {
+          scanned.push(now)
+          const times = scans.shift()
+          return times === undefined ? Effect.fail("no script left") : Effect.succeed(times)
+        })
+      )
+      arming.attach(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => polls.push(now))))
+      const storage = arming.wrap({
+        unprocessedMessages: () => Effect.succeed([])
+      } as unknown as MessageStorage.MessageStorage["Type"])
+      const read = Effect.zipRight(storage.unprocessedMessages([ShardId.make("default", 1)]), settle)
+      return { arming, polls, read, scanned }
+    })
+
+  it.scoped("due times armed over overlapping scans each open the read loop once, in order, at their instant", () =>
+    Effect.gen(function* () {
+      const { arming, polls, read, scanned } = yield* scripted([
+        [1_000, 1_200, 1_400, 3_000],
+        [1_200, 1_300, 1_400, 2_500],
+        [1_100, 1_300, 3_000],
+        [1_200, 1_300, 1_400]
+      ])
+      yield* read
+      assert.deepStrictEqual(arming.armed.toArray(), [1_000, 1_200, 1_400, 3_000])
+      yield* advanceTo(999)
+      assert.deepStrictEqual(polls, [])
+      yield* advanceTo(1_000)
+      assert.deepStrictEqual(polls, [1_000])
+      yield* read
+      yield* read
+      assert.deepStrictEqual(arming.armed.toArray(), [1_100, 1_200, 1_300, 1_400, 2_500, 3_000])
+      // Every time of this scan is armed already: nothing is added, the buffer stays.
+      const capacity = arming.armed.capacity
+      yield* read
+      assert.deepStrictEqual(scanned, [0, 1_000, 1_000, 1_000])
+      assert.strictEqual(arming.armed.size, 6)
+      assert.strictEqual(arming.armed.capacity, capacity)
+      for (const instant of [1_100, 1_200, 1_300, 1_400, 2_500, 3_000]) {
+        const before = polls.length
+        yield* advanceTo(instant - 1)
+        assert.strictEqual(polls.length, before, `before ${instant}`)
+        yield* advanceTo(instant)
+        assert.deepStrictEqual(polls.slice(before), [instant], `at ${instant}`)
+      }
+      assert.deepStrictEqual(polls, [1_000, 1_100, 1_200, 1_300, 1_400, 2_500, 3_000])
+      yield* advanceTo(20_000)
+      assert.strictEqual(polls.length, 7)
+      assert.strictEqual(arming.armed.size, 0)
+      // A failed scan (the script is over) arms nothing and the next read scans again.
+      yield* read
+      yield* read
+      assert.deepStrictEqual(scanned.length, 6)
+      assert.strictEqual(arming.armed.size, 0)
+    })
+  )
+
+  it.scoped("a rolling window of due times keeps the store bounded and opens the read loop once at each", () =>
+    Effect.gen(function* () {
+      // Scans every 500 ms of a 2 s window holding a due time every 5 ms: each scan overlaps the last three.
+      const window = 2_000
+      const step = 10
+      const scans: Array<ReadonlyArray<number>> = []
+      for (let scan = 0; scan < 10; scan++) {
+        scans.push(Array.from({ length: window / step }, (_, i) => scan * 500 + (i + 1) * step))
+      }
+      const { arming, polls, read } = yield* scripted(scans)
+      let largest = 0
+      for (let scan = 0; scan < 10; scan++) {
+        yield* advanceTo(scan * 500)
+        yield* read
+        largest = Math.max(largest, arming.armed.capacity)
+        assert.isAtMost(arming.armed.size, window / step)
+      }
+      yield* advanceTo(10_000)
+      const expected = Array.from({ length: (4_500 + window) / step }, (_, i) => (i + 1) * step)
+      assert.deepStrictEqual(polls, expected)
+      assert.isAtMost(largest, 1_024)
+      assert.strictEqual(arming.armed.size, 0)
+      assert.isAtMost(arming.armed.capacity, 64)
     })
   )
 })

@@ -284,6 +284,30 @@ export const reminderCases = ({ setup, advance }: ScheduleCasesHost) => {
     { timeout: 120_000 }
   )
 
+  it.scoped("reminders in Schedules: the history keeps the newest runs, as many as its policy says", () =>
+    Effect.gen(function* () {
+      const { startRunner } = yield* setup
+      received.length = 0
+      const runner = yield* operated(yield* startRunner(1))
+      yield* register(runner, "h", "tick", Reminders.after("2 seconds", { period: "2 seconds" }))
+      const schedules = yield* runner.schedules
+      yield* schedules.update("rem-bell/h/tick", { policies: { history: 3 } })
+      yield* advance(11)
+      deliveries("h", [2, 4, 6, 8, 10, 12])
+      const instants = (yield* schedules.history("rem-bell/h/tick")).map((run) => run.instant)
+      assert.deepStrictEqual(instants, [8_000, 10_000, 12_000])
+      // Shorter: the next run leaves only the newest.
+      yield* schedules.update("rem-bell/h/tick", { policies: { history: 1 } })
+      yield* advance(2)
+      const last = yield* schedules.history("rem-bell/h/tick")
+      assert.deepStrictEqual(
+        last.map((run) => run.instant),
+        [14_000]
+      )
+      yield* Scope.close(runner.scope, Exit.void)
+    })
+  )
+
   it.scoped(
     "reminders in Schedules: trigger delivers once now without moving the grid, also while paused; remove stops it",
     () =>

@@ -12,13 +12,17 @@
  * Messages: entity type `tickwork/ClusterScheduler/<reference>`, entity id = the instant (ISO), primary key = the
  * generation, delivered at the instant. Sending the same (instant, generation) twice stores it once.
  *
- * The handler of instant `i`, in one SQL transaction: lock the schedule row; if `i` is not its cursor, the message
- * is stale (a redelivery after a crash, a second chain after a singleton restart, an old expression): drop it and
- * re-send the cursor's message (a no-op if it exists). Otherwise record `i`, run `execute` inside the same
- * transaction, move the cursor to the next instant, commit, then send the next instant's message. A runner that
- * dies anywhere in there leaves either no trace (rollback: the message is redelivered and runs again) or a moved
- * cursor (the redelivered message is stale, and re-sends the next one). So an instant's transactional effects
+ * The handler of instant `i`, in one SQL transaction: lock the schedule row (reading its state row in the same
+ * statement); if `i` is not its cursor, the message is stale (a redelivery after a crash, a second chain after a
+ * singleton restart, an old expression): drop it and re-send the cursor's message (a no-op if it exists). Otherwise
+ * record `i`, run `execute` inside the same transaction, move the cursor to the next instant, write the next
+ * instant's message when its shard is this runner's (`cronMessages.ts`), commit, then send the next instant's message
+ * when it was not written. A runner that dies anywhere in there leaves either no trace (rollback: the message is
+ * redelivered and runs again) or a moved cursor (the redelivered message is stale, and re-sends the next one). So an instant's transactional effects
  * happen exactly once; effects outside the transaction at least once.
+ *
+ * docs/design-choices.md ("An instant is one transaction of few statements") says how the statements of an instant
+ * were cut, and which overlap policies take a turn before it.
  *
  * Runs outside the grid (`Schedules.trigger`, `backfill`) are `run` messages (identity: a snowflake), run in a
  * transaction with their record in the runs table, so a redelivered one that committed is not run again.
@@ -54,7 +58,8 @@ import { notRun, type ParsedPolicies } from "../../internal/schedules.js"
 import { recordsSpans } from "../../internal/tracing.js"
 import { scheduleEvents } from "../../Metrics.js"
 import * as QuartzCron from "../../QuartzCron.js"
-import type { Run } from "../../Schedules.js"
+import type { Overlap, Run } from "../../Schedules.js"
+import * as CronMessages from "./cronMessages.js"
 import {
   awaitTurn,
   decideMisfire,
@@ -66,7 +71,7 @@ import {
 } from "./cronPolicy.js"
 import { createTables, Tables } from "./runner.js"
 import * as ScheduleState from "./scheduleState.js"
-import { encodePolicies, ensureStateTables, type StoredPolicies } from "./scheduleState.js"
+import { decodePolicies, encodePolicies, ensureStateTables, type StoredPolicies } from "./scheduleState.js"
 import { countAttempt, cronInstantSpan, runnerAddress } from "./spans.js"
 
 export class FirePayload extends Schema.Class<FirePayload>("tickwork/ClusterScheduler/Fire")({
@@ -128,7 +133,10 @@ export interface HistoryEntry {
   readonly outcome: "ok" | "failed"
 }
 
-/** Fired instants are kept this long (they are an audit trail; the cursor alone guarantees once per instant). */
+/**
+ * Fired instants are kept this long, deleted at most once an hour (`PRUNE_FIRED_EVERY_MILLIS`); they are an audit
+ * trail: the cursor alone guarantees once per instant.
+ */
 const HISTORY_MILLIS = 24 * 60 * 60 * 1000
 
 const retrySql = Schedule.exponential("100 millis", 2).pipe(
@@ -205,6 +213,83 @@ interface Cursor {
   readonly next: number | null
   readonly generation: number
 }
+
+/** What an instant's transaction reads in the statement that locks its schedule (`claimCursor`). */
+interface Claimed extends Cursor {
+  readonly expression: string
+  readonly timeZone: string
+  readonly paused: boolean
+  /** The stored policies; undefined when the schedule has no state row. */
+  readonly policies: StoredPolicies | undefined
+  readonly failuresInRow: number
+  readonly runningSince: number | undefined
+}
+
+interface ClaimRow {
+  readonly next_instant: unknown
+  readonly generation: unknown
+  readonly expression: string
+  readonly time_zone: string
+  readonly paused_note: string | null
+  readonly policies: string | null
+  readonly failures_in_row: unknown
+  readonly running_since: unknown
+}
+
+const toClaimed = (rows: ReadonlyArray<ClaimRow>): Claimed | undefined => {
+  const row = rows[0]
+  if (row === undefined) return undefined
+  return {
+    next: toNumber(row.next_instant),
+    generation: toNumber(row.generation) ?? 0,
+    expression: row.expression,
+    timeZone: row.time_zone,
+    paused: row.paused_note !== null && row.paused_note !== undefined,
+    policies: row.policies === null || row.policies === undefined ? undefined : decodePolicies(row.policies),
+    failuresInRow: toNumber(row.failures_in_row) ?? 0,
+    runningSince: toNumber(row.running_since) ?? undefined
+  }
+}
+
+/** An instant handled: its schedule's cursor after it, whether it ran, whether the next message was written with it. */
+interface Done {
+  readonly _tag: "done"
+  readonly cursor: Cursor | undefined
+  readonly ran: boolean
+  readonly written: boolean
+}
+
+const done = (cursor: Cursor | undefined, ran: boolean, written: boolean): Done => ({
+  _tag: "done",
+  cursor,
+  ran,
+  written
+})
+
+/** `execute` failed in the instant's transaction without a savepoint: the transaction is rolled back, then recorded. */
+class ExecuteFailed {
+  readonly _tag = "ExecuteFailed"
+  constructor(
+    readonly exit: Exit.Failure<unknown, unknown>,
+    /** When the run started. */
+    readonly start: number,
+    /** The cursor's next instant, as the run would have moved it. */
+    readonly next: number | null
+  ) {}
+}
+
+/**
+ * Whether a run under `overlap` must take a turn (`awaitTurn`) rather than run at once under the schedule's lock:
+ * `skip` and `bufferOne` need their marker written before the run, `bufferAll` waits while another process marks a
+ * run; `allowAll` never waits.
+ */
+const needsTurn = (overlap: Overlap, runningSince: number | undefined, now: number): boolean =>
+  overlap === "skip" ||
+  overlap === "bufferOne" ||
+  (overlap === "bufferAll" && runningSince !== undefined && now - runningSince < RUNNING_STALE_MILLIS)
+
+/** How often a schedule's fired instants older than `HISTORY_MILLIS` are deleted (per runner). */
+const PRUNE_FIRED_EVERY_MILLIS = 60 * 60 * 1000
 
 const iso = (millis: number) => DateTime.formatIso(DateTime.unsafeMake(millis))
 
@@ -324,6 +409,9 @@ const registerSlot = (
     const makeClient = yield* sharding.makeClient(entity)
     const schedulesTable = sql(tables.schedules)
     const firedTable = sql(tables.fired)
+    const stateTable = sql((yield* ScheduleState.tableNames).state)
+    const isPg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+    const writer = yield* CronMessages.make(sharding, storage, entity as unknown as CronMessages.FireEntity)
     const local = runningIn(storage, `${tables.schedules}/${reference}`)
 
     /** The current registration on this runner; waits (interruptibly) while its scope is closed. */
@@ -360,6 +448,79 @@ const registerSlot = (
 
     const moveCursor = (next: number | null) =>
       sql`UPDATE ${schedulesTable} SET next_instant = ${next} WHERE reference = ${reference}`
+
+    /**
+     * Locks the schedule row, as `lockCursor`, and reads in the same statement what an instant needs of the schedule's
+     * state row (undefined fields when it has none).
+     */
+    const claimStatement = (now: number) =>
+      sql<ClaimRow>`
+          UPDATE ${schedulesTable} SET updated_at = ${now} WHERE reference = ${reference}
+          RETURNING next_instant, generation, expression, time_zone,
+            (SELECT paused_note FROM ${stateTable} WHERE reference = ${reference}) AS paused_note,
+            (SELECT policies FROM ${stateTable} WHERE reference = ${reference}) AS policies,
+            (SELECT failures_in_row FROM ${stateTable} WHERE reference = ${reference}) AS failures_in_row,
+            (SELECT running_since FROM ${stateTable} WHERE reference = ${reference}) AS running_since`
+    const claimCursor = (now: number) => Effect.map(claimStatement(now), toClaimed)
+
+    /**
+     * Moves the cursor to `next` and, when the shard of its message is this runner's, writes that message in the same
+     * transaction.
+     */
+    const moveCursorAndWrite = (next: number | null, generation: number) =>
+      Effect.gen(function* () {
+        yield* moveCursor(next)
+        const message = yield* nextMessage(next, generation)
+        if (message !== undefined) yield* message
+        return done({ next, generation }, true, message !== undefined)
+      })
+
+    /** The statement that writes the message of instant `next`, when it goes to this runner's shards (`cronMessages`). */
+    const nextMessage = (next: number | null, generation: number) =>
+      next === null || writer === undefined
+        ? Effect.succeed(undefined)
+        : writer.statement(iso(next), new FirePayload({ instant: next, generation }))
+
+    /**
+     * PostgreSQL: the lock (`claimCursor`) and the instant's fired row in one statement, the row inserted when the
+     * cursor is the instant and the schedule is not paused (`firedNew`: whether it was; the caller deletes it again
+     * with `unfire` when the instant does not run after all). SQLite: `claimCursor`, the row left to `recordFired`.
+     */
+    const claim = (now: number, instant: number, runner: string) =>
+      isPg
+        ? Effect.map(
+            sql<ClaimRow & { readonly fired: unknown }>`
+              WITH c AS (${claimStatement(now)}), f AS (
+                INSERT INTO ${firedTable} (reference, instant, fired_at, runner, outcome)
+                SELECT ${reference}, ${instant}, ${now}, ${runner}, 'ok' FROM c
+                WHERE c.next_instant = ${instant} AND c.paused_note IS NULL
+                ON CONFLICT (reference, instant) DO NOTHING
+                RETURNING instant
+              )
+              SELECT c.*, (SELECT count(*) FROM f) AS fired FROM c`,
+            (rows) => {
+              const claimed = toClaimed(rows)
+              return claimed === undefined ? undefined : { ...claimed, firedNew: Number(rows[0]!.fired) > 0 }
+            }
+          )
+        : Effect.map(claimCursor(now), (claimed) =>
+            claimed === undefined ? undefined : { ...claimed, firedNew: undefined as boolean | undefined }
+          )
+
+    /** Deletes the fired row `claim` inserted for an instant that does not run after all. */
+    const unfire = (instant: number, firedNew: boolean | undefined) =>
+      firedNew === true
+        ? Effect.asVoid(sql`DELETE FROM ${firedTable} WHERE reference = ${reference} AND instant = ${instant}`)
+        : Effect.void
+
+    /** Fired instants older than a day go, at most once an hour per schedule and runner. */
+    let prunedAt = Number.NEGATIVE_INFINITY
+    const pruneFired = (instant: number) =>
+      Effect.suspend(() => {
+        if (instant - prunedAt < PRUNE_FIRED_EVERY_MILLIS && instant >= prunedAt) return Effect.void
+        prunedAt = instant
+        return prune(instant)
+      })
 
     const recordFired = (instant: number, now: number, runner: string, outcome: "ok" | "failed") =>
       Effect.map(
@@ -415,6 +576,13 @@ const registerSlot = (
         )
       )
 
+    /** One run of `execute` with the services it was registered with. */
+    const runExecute = (definition: Definition<any, any>, context: Context.Context<any>, fire: Fire) =>
+      Effect.zipRight(
+        countAttempt,
+        Effect.scoped(definition.execute(fire)).pipe(Effect.provide(context)) as Effect.Effect<unknown, unknown>
+      )
+
     /**
      * `execute`, each attempt in a transaction of its own inside the caller's (a savepoint: a failed attempt's SQL
      * is rolled back), retried under the retry policy. Succeeds with the exit and the number of attempts.
@@ -425,12 +593,7 @@ const registerSlot = (
         let attempts = 0
         const once = Effect.suspend(() => {
           if (attempts++ > 0) scheduleEvents("retry").unsafeUpdate(1, [])
-          return sql.withTransaction(
-            Effect.zipRight(
-              countAttempt,
-              Effect.scoped(definition.execute(fire)).pipe(Effect.provide(context)) as Effect.Effect<unknown, unknown>
-            )
-          )
+          return sql.withTransaction(runExecute(definition, context, fire))
         })
         const retry = definition.policies.retry
         const exit = yield* Effect.exit(retry === undefined ? once : Effect.retry(once, retry))
@@ -443,12 +606,14 @@ const registerSlot = (
       run: Run,
       exit: Exit.Exit<unknown, unknown>,
       policies: StoredPolicies,
-      paused: boolean
+      paused: boolean,
+      failuresInRow?: number
     ) =>
       Effect.gen(function* () {
         const detail = Exit.isFailure(exit) ? String(Cause.squash(exit.cause)) : undefined
         yield* state.record(reference, id, detail === undefined ? run : { ...run, detail }, policies.history)
-        if (Exit.isSuccess(exit)) return yield* state.succeeded(reference)
+        // The count is known when the caller read it under the schedule's lock: nothing to reset when it is 0.
+        if (Exit.isSuccess(exit)) return failuresInRow === 0 ? undefined : yield* state.succeeded(reference)
         const failures = yield* state.failed(reference)
         const limit = policies.pauseAfterFailures
         if (limit !== undefined && failures >= limit && !paused) {
@@ -463,94 +628,177 @@ const registerSlot = (
         }
       })
 
+    /**
+     * The handling of instant `instant` in one transaction. With `turn` undefined (the fast path: nothing of the
+     * schedule runs in this process), the overlap policy is read in the transaction: `bufferAll` and `allowAll` need
+     * no turn (the cursor's row lock already runs the instant after any other run of the schedule, and no marker is
+     * written for it), while `skip`, `bufferOne` or a run marked by another process answer "needsTurn" before
+     * anything is written, for the caller to take a turn (`awaitTurn`, which marks the run) and come back with it.
+     * The next instant's message is written in the same transaction when its shard is this runner's (`written`).
+     */
+    const instantTransaction = (
+      instant: number,
+      turn: { readonly _tag: "run" } | { readonly _tag: "skip"; readonly detail: string } | undefined
+    ) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const runner = yield* runnerAddress
+        return yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const claimed = yield* claim(now, instant, runner)
+              if (claimed === undefined || claimed.next !== instant) return done(claimed, false, false)
+              const policies = claimed.policies ?? storedPolicies(slot.last.policies)
+              const cron = cronOf(claimed.expression, claimed.timeZone) ?? slot.last.cron
+              const moveOn = (next: number | null) => moveCursorAndWrite(next, claimed.generation)
+              if (claimed.paused) {
+                // Paused: the instant passes; the chain goes on so that resume needs nothing but the flag.
+                return yield* moveOn(Option.getOrNull(QuartzCron.next(cron, Math.max(instant, now))))
+              }
+              const decision = decideMisfire(cron, instant, now, policies.misfire, policies.graceMillis)
+              if (decision.run && turn === undefined && needsTurn(policies.overlap, claimed.runningSince, now)) {
+                // Remembered, so that the next instants of a `skip` or `bufferOne` schedule take their turn at once.
+                local.overlap = policies.overlap
+                yield* unfire(instant, claimed.firedNew)
+                return { _tag: "needsTurn" } as const
+              }
+              if (decision.missed > 0) {
+                scheduleEvents("missed").unsafeUpdate(decision.missed, [])
+                const detail = missedDetail(instant, decision, policies)
+                yield* Effect.logWarning(`cron ${reference}: ${detail}`)
+                yield* state.record(
+                  reference,
+                  `x:${instant}`,
+                  notRun(instant, "schedule", "missed", detail, now - instant),
+                  policies.history
+                )
+              }
+              if (!decision.run) return yield* Effect.zipRight(unfire(instant, claimed.firedNew), moveOn(decision.next))
+              if (turn?._tag === "skip") {
+                yield* unfire(instant, claimed.firedNew)
+                yield* state.record(
+                  reference,
+                  `s:${instant}`,
+                  notRun(instant, "schedule", "skipped", turn.detail),
+                  policies.history
+                )
+                return yield* moveOn(decision.next)
+              }
+              if (!(claimed.firedNew ?? (yield* recordFired(instant, now, runner, "ok")))) {
+                return done(claimed, false, false)
+              }
+              const fire: Fire = {
+                reference,
+                instant: DateTime.unsafeMake(instant),
+                late: Duration.millis(Math.max(0, now - instant)),
+                misfired: decision.misfired,
+                trigger: "schedule"
+              }
+              const { definition, context } = yield* current
+              let exit: Exit.Exit<unknown, unknown> = Exit.void
+              let attempts = 1
+              if (definition.policies.retry !== undefined || decision.missed > 0) {
+                ;({ exit, attempts } = yield* attempt(fire))
+              } else {
+                // In the instant's own transaction, no savepoint: a failure rolls it all back (the miss recorded
+                // above would go with it, hence the savepoint then), and `recordFailure` records it.
+                const ran = yield* Effect.exit(runExecute(definition, context, fire))
+                if (Exit.isFailure(ran)) return yield* Effect.fail(new ExecuteFailed(ran, now, decision.next))
+              }
+              if (Exit.isFailure(exit)) {
+                // Its SQL effects were rolled back (each attempt is a savepoint); the instant is recorded as failed.
+                yield* Effect.logWarning(`cron ${reference}: the run for ${iso(instant)} failed`, exit.cause)
+                yield* sql`UPDATE ${firedTable} SET outcome = 'failed' WHERE reference = ${reference} AND instant = ${instant}`
+              }
+              const end = yield* Clock.currentTimeMillis
+              const run = ranRun(instant, "schedule", now, end, exit, attempts)
+              if (isPg && Exit.isSuccess(exit)) {
+                // One statement for the run's record, the cursor's move and the next instant's message.
+                const next = decision.next
+                const message = yield* nextMessage(next, claimed.generation)
+                const record = state.recordParts(reference, `s:${instant}`, run, policies.history)
+                const move = sql`UPDATE ${schedulesTable} SET next_instant = ${next} WHERE reference = ${reference}`
+                yield* message === undefined
+                  ? sql`WITH r AS (${record.insert}), p AS (${record.prune}), m AS (${move}) SELECT 1`
+                  : sql`WITH r AS (${record.insert}), p AS (${record.prune}), m AS (${move}), n AS (${message}) SELECT 1`
+                if (claimed.failuresInRow !== 0) yield* state.succeeded(reference)
+                yield* pruneFired(instant)
+                return done({ next, generation: claimed.generation }, true, message !== undefined)
+              }
+              yield* finish(`s:${instant}`, run, exit, policies, false, claimed.failuresInRow)
+              yield* pruneFired(instant)
+              return yield* moveOn(decision.next)
+            })
+          )
+          .pipe(
+            Effect.catchTag("ExecuteFailed", (failed) => recordFailure(instant, runner, failed)),
+            Effect.tapErrorCause((cause) =>
+              Effect.logWarning(`cron ${reference}: storage failed while firing ${iso(instant)}, retrying`, cause)
+            ),
+            Effect.retry(retrySql)
+          )
+      })
+
+    /**
+     * A failed `execute` run without a savepoint: its transaction was rolled back whole; this records the instant as
+     * failed and moves the cursor on, in a transaction of its own, unless the instant was handled meanwhile.
+     */
+    const recordFailure = (instant: number, runner: string, failed: ExecuteFailed) =>
+      Effect.gen(function* () {
+        yield* Effect.logWarning(`cron ${reference}: the run for ${iso(instant)} failed`, failed.exit.cause)
+        return yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const end = yield* Clock.currentTimeMillis
+            const claimed = yield* claimCursor(end)
+            if (claimed === undefined || claimed.next !== instant) return done(claimed, false, false)
+            if (!(yield* recordFired(instant, failed.start, runner, "failed"))) return done(claimed, false, false)
+            const policies = claimed.policies ?? storedPolicies(slot.last.policies)
+            yield* finish(
+              `s:${instant}`,
+              ranRun(instant, "schedule", failed.start, end, failed.exit, 1),
+              failed.exit,
+              policies,
+              claimed.paused,
+              claimed.failuresInRow
+            )
+            yield* pruneFired(instant)
+            return yield* moveCursorAndWrite(failed.next, claimed.generation)
+          })
+        )
+      })
+
     const fire = (payload: FirePayload) =>
       Effect.gen(function* () {
         const instant = payload.instant
         yield* current
-        const turn = yield* awaitTurn(turnHost, `s:${instant}`)
-        const body = Effect.gen(function* () {
-          const now = yield* Clock.currentTimeMillis
-          const runner = yield* runnerAddress
-          return yield* sql
-            .withTransaction(
-              Effect.gen(function* () {
-                const cursor = yield* lockCursor(now)
-                if (cursor === undefined || cursor.next !== instant) return { cursor, ran: false }
-                const row = yield* state.get(reference)
-                const policies = policiesOf(row, slot.last)
-                const cron = cronOf(cursor.expression, cursor.timeZone) ?? slot.last.cron
-                const moveOn = (next: number | null) =>
-                  Effect.as(moveCursor(next), { cursor: { next, generation: cursor.generation }, ran: true })
-                if (row?.pause !== undefined) {
-                  // Paused: the instant passes; the chain goes on so that resume needs nothing but the flag.
-                  return yield* moveOn(Option.getOrNull(QuartzCron.next(cron, Math.max(instant, now))))
-                }
-                const decision = decideMisfire(cron, instant, now, policies.misfire, policies.graceMillis)
-                if (decision.missed > 0) {
-                  scheduleEvents("missed").unsafeUpdate(decision.missed, [])
-                  const detail = missedDetail(instant, decision, policies)
-                  yield* Effect.logWarning(`cron ${reference}: ${detail}`)
-                  yield* state.record(
-                    reference,
-                    `x:${instant}`,
-                    notRun(instant, "schedule", "missed", detail, now - instant),
-                    policies.history
-                  )
-                }
-                if (!decision.run) return yield* moveOn(decision.next)
-                if (turn._tag === "skip") {
-                  yield* state.record(
-                    reference,
-                    `s:${instant}`,
-                    notRun(instant, "schedule", "skipped", turn.detail),
-                    policies.history
-                  )
-                  return yield* moveOn(decision.next)
-                }
-                if (!(yield* recordFired(instant, now, runner, "ok"))) return { cursor, ran: false }
-                const { exit, attempts } = yield* attempt({
-                  reference,
-                  instant: DateTime.unsafeMake(instant),
-                  late: Duration.millis(Math.max(0, now - instant)),
-                  misfired: decision.misfired,
-                  trigger: "schedule"
-                })
-                const end = yield* Clock.currentTimeMillis
-                if (Exit.isFailure(exit)) {
-                  // Its SQL effects were rolled back (each attempt is a savepoint); the instant is recorded as failed.
-                  yield* Effect.logWarning(`cron ${reference}: the run for ${iso(instant)} failed`, exit.cause)
-                  yield* sql`UPDATE ${firedTable} SET outcome = 'failed' WHERE reference = ${reference} AND instant = ${instant}`
-                }
-                yield* finish(
-                  `s:${instant}`,
-                  ranRun(instant, "schedule", now, end, exit, attempts),
-                  exit,
-                  policies,
-                  false
-                )
-                yield* prune(instant)
-                return yield* moveOn(decision.next)
-              })
-            )
-            .pipe(
-              Effect.tapErrorCause((cause) =>
-                Effect.logWarning(`cron ${reference}: storage failed while firing ${iso(instant)}, retrying`, cause)
-              ),
-              Effect.retry(retrySql)
-            )
-        })
-        const outcome = turn._tag === "run" ? yield* asRun(body) : yield* body
+        // Nothing of the schedule runs here and its last known policy needs no marker: no turn is taken up front.
+        const fast =
+          local.count === 0 && local.overlap !== "skip" && local.overlap !== "bufferOne"
+            ? yield* instantTransaction(instant, undefined)
+            : undefined
+        let outcome: Done
+        if (fast !== undefined && fast._tag === "done") {
+          outcome = fast
+        } else {
+          const turn = yield* awaitTurn(turnHost, `s:${instant}`)
+          const body = Effect.flatMap(instantTransaction(instant, turn), (result) =>
+            // With a turn taken, the transaction never asks for one.
+            result._tag === "done" ? Effect.succeed(result) : Effect.dieMessage("cron: a turn was asked for twice")
+          )
+          outcome = turn._tag === "run" ? yield* asRun(body) : yield* body
+        }
         if (!outcome.ran) {
           yield* Effect.logDebug(`cron ${reference}: dropped a stale message for ${iso(instant)}`)
         }
-        // The next instant's message; after a stale one, the cursor's (already stored unless a runner died).
-        if (outcome.cursor !== undefined) yield* send(outcome.cursor)
+        // The next instant's message: written with the transaction (then this runner's read loop is told), or sent;
+        // after a stale one, the cursor's (already stored unless a runner died).
+        if (outcome.written) yield* writer!.wake(outcome.cursor!.next!)
+        else if (outcome.cursor !== undefined) yield* send(outcome.cursor)
       }).pipe(
         // Both retries are unbounded: a cron instant is never given up because storage is briefly unavailable.
         Effect.orDie,
         Effect.annotateLogs({ module: "ClusterScheduler", reference })
       )
-
     /** A triggered or backfilled run of each instant, in order, outside the grid. */
     const runOutside = (payload: RunPayload) =>
       Effect.gen(function* () {

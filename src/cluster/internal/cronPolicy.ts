@@ -5,7 +5,8 @@
  * Overlap needs to know what runs. In one process that is a count per schedule here (SQLite's single connection is
  * held by a run's transaction, so nothing can be read from storage while it runs); across processes a marker in the
  * state table (`running_since`), set before a run's transaction and cleared after, tells the others, and is taken as
- * stale after `RUNNING_STALE_MILLIS` (a runner that died in a run).
+ * stale after `RUNNING_STALE_MILLIS` (a runner that died in a run). An instant of the grid under `bufferAll` or
+ * `allowAll` takes no turn (cron.ts, `needsTurn`): the lock of its schedule's row, which every run takes, is enough.
  *
  * @internal
  */

@@ -32,7 +32,9 @@ import * as EntityId from "@effect/cluster/EntityId"
 import type { Sharding } from "@effect/cluster/Sharding"
 import * as RpcClient from "@effect/rpc/RpcClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Row } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -43,6 +45,7 @@ import * as Schema from "effect/Schema"
 import { type AnyKindWire, localKind, ReminderDelivery, UnknownClusterGrainKind } from "./grainProtocol.js"
 import { chunks, type ReminderRow, type ReminderSql, rowColumns } from "./reminderSql.js"
 import { runnerStorages } from "./runner.js"
+import type { Guarded } from "./scheduleState.js"
 
 /** A row of `<prefix>_messages` as `SqlMessageStorage` writes a request (its `envelopeToRow`). */
 export interface MessageRow {
@@ -71,7 +74,8 @@ const MESSAGE_ID_WIDTH = 255
 
 const encoder = new TextEncoder()
 
-const messageIdOf = (primaryKey: string): Effect.Effect<string> =>
+/** The `message_id` `SqlMessageStorage` stores for a request's primary key. */
+export const messageIdOf = (primaryKey: string): Effect.Effect<string> =>
   primaryKey.length <= MESSAGE_ID_WIDTH
     ? Effect.succeed(primaryKey)
     : Effect.map(
@@ -108,6 +112,25 @@ export interface OccurrenceWriter {
     expected: string,
     reminders: Pick<ReminderSql, "replaceStatement">
   ) => Effect.Effect<boolean, SqlError | UnknownClusterGrainKind>
+  /**
+   * `condition` (a statement returning the rows it changed, e.g. a reminder's advance conditional on its generation),
+   * and only when it changed one, the occurrence `delivery` of the grain `key` (if given) and the `guarded` statements
+   * (e.g. the history of the occurrence delivered). On PostgreSQL one statement of data-modifying CTEs: each guarded
+   * statement gets `EXISTS (SELECT 1 FROM guard)` to put in its WHERE clause, and `sameSnapshot` true (it does not see
+   * the others' changes); on SQLite they run one after the other, given `1 = 1`. For the caller's transaction:
+   * `written` says whether the condition held; `wake` (run it after the commit) opens this runner's read loop as
+   * `register` does.
+   */
+  readonly writeIf: (
+    kind: AnyKindWire,
+    key: string,
+    delivery: ReminderDelivery | undefined,
+    condition: Statement.Statement<Row>,
+    guarded?: ReadonlyArray<Guarded>
+  ) => Effect.Effect<
+    { readonly written: boolean; readonly wake: Effect.Effect<void> },
+    SqlError | UnknownClusterGrainKind
+  >
 }
 
 /**
@@ -154,7 +177,28 @@ const expectedColumns = {
 export const make = (
   sharding: Context.Tag.Service<Sharding>,
   sql: SqlClient.SqlClient
-): Effect.Effect<OccurrenceWriter | undefined> => {
+): Effect.Effect<OccurrenceWriter | undefined> =>
+  Effect.map(ownMessageStorage(sharding, sql, "reminders: registration sends each occurrence instead"), (own) =>
+    own === undefined ? undefined : writer(sharding, own.storage, own.dialect, own.raw)
+  )
+
+/** The runner's own message storage, when `sql` is it and its messages table has this module's format. */
+export interface OwnMessageStorage {
+  readonly storage: { readonly prefix: string; readonly pollMillis: number }
+  readonly dialect: "pg" | "sqlite"
+  readonly raw: SqlClient.SqlClient
+}
+
+/**
+ * The message storage of the runner behind `sharding`, when its messages may be written directly: the runner was
+ * built by `ClusterRunner`, over `sql` itself, on SQLite or PostgreSQL, and its messages table has exactly the columns
+ * of `MessageRow` (read here: a table of another @effect/cluster format is logged with `otherwise` and left alone).
+ */
+export const ownMessageStorage = (
+  sharding: Context.Tag.Service<Sharding>,
+  sql: SqlClient.SqlClient,
+  otherwise: string
+): Effect.Effect<OwnMessageStorage | undefined> => {
   const storage = runnerStorages.get(sharding)
   if (storage === undefined || storage.sql !== sql) return Effect.succeed(undefined)
   const dialect = sql.onDialectOrElse({
@@ -181,12 +225,12 @@ export const make = (
     ),
     (found) => {
       if (found._tag === "Right" && found.right === expectedColumns[dialect]) {
-        return Effect.succeed(writer(sharding, storage, dialect, raw))
+        return Effect.succeed({ storage, dialect, raw })
       }
       return Effect.as(
         Effect.logWarning(
-          `reminders: ${tableName} is not the messages table this version writes (columns ` +
-            `${found._tag === "Right" ? found.right : "unreadable"}); registration sends each occurrence instead`
+          `${tableName} is not the messages table this version writes (columns ` +
+            `${found._tag === "Right" ? found.right : "unreadable"}); ${otherwise}`
         ),
         undefined
       )
@@ -352,41 +396,66 @@ const writer = (
       yield* wake(written, local)
     })
 
-  const replace: OccurrenceWriter["replace"] = (kind, entry, expected, reminders) =>
+  const writeIf: OccurrenceWriter["writeIf"] = (kind, key, delivery, condition, guarded = []) =>
     Effect.gen(function* () {
-      const { key, row } = entry
-      const { headers, local, rows } = yield* build(kind, [
-        { key, delivery: new ReminderDelivery({ name: row.name, generation: row.generation, due: row.nextDue }, true) }
-      ])
-      const message = rows[0]!
-      const update = reminders.replaceStatement(kind.name, key, row, expected)
-      const written =
-        dialect === "pg"
-          ? yield* Effect.map(
-              raw<{ readonly written: unknown }>`WITH reminders AS (${update}), inserted AS (
+      const built = delivery === undefined ? undefined : yield* build(kind, [{ key, delivery }])
+      const message = built?.rows[0]
+      let written: boolean
+      if (dialect === "pg") {
+        const inserted =
+          built === undefined || message === undefined
+            ? []
+            : [
+                raw`inserted AS (
                   INSERT INTO ${messages} (id, message_id, shard_id, entity_type, entity_id, kind, tag, payload,
                     headers, trace_id, span_id, sampled, request_id, reply_id, deliver_at)
                   SELECT ${message.id}::bigint, ${message.message_id}::text, ${message.shard_id}::text,
                     ${message.entity_type}::text, ${message.entity_id}::text, 0, ${REMIND}::text,
-                    ${message.payload}::text, ${headers}::text, NULL::text, NULL::text, NULL::boolean,
+                    ${message.payload}::text, ${built.headers}::text, NULL::text, NULL::text, NULL::boolean,
                     ${message.request_id}::bigint, NULL::bigint, ${message.deliver_at}::bigint
-                  FROM reminders
+                  FROM guard
                   ON CONFLICT (message_id) DO NOTHING
                   RETURNING id
-                )
-                SELECT count(*) AS written FROM reminders`,
-              (result) => Number(result[0]?.written ?? 0) > 0
-            )
-          : yield* raw.withTransaction(
-              Effect.gen(function* () {
-                if ((yield* update).length === 0) return false
-                yield* raw`INSERT INTO ${messages} ${raw.insert({ ...message })} ON CONFLICT (message_id) DO NOTHING`
-                return true
-              })
-            )
-      if (written) yield* wake(rows, local)
+                )`
+              ]
+        const guard = raw`EXISTS (SELECT 1 FROM guard)`
+        const parts = [
+          raw`guard AS (${condition})`,
+          ...inserted,
+          ...guarded.map((statement, i) => raw`${raw(`guarded_${i}`)} AS (${statement(guard, true)})`)
+        ]
+        written = yield* Effect.map(
+          raw<{ readonly written: unknown }>`WITH ${raw.csv(parts)} SELECT count(*) AS written FROM guard`,
+          (result) => Number(result[0]?.written ?? 0) > 0
+        )
+      } else {
+        written = yield* raw.withTransaction(
+          Effect.gen(function* () {
+            if ((yield* condition).length === 0) return false
+            if (message !== undefined) {
+              yield* raw`INSERT INTO ${messages} ${raw.insert({ ...message })} ON CONFLICT (message_id) DO NOTHING`
+            }
+            for (const statement of guarded) yield* statement(raw`1 = 1`, false)
+            return true
+          })
+        )
+      }
+      return { written, wake: written && built !== undefined ? wake(built.rows, built.local) : Effect.void }
+    })
+
+  const replace: OccurrenceWriter["replace"] = (kind, entry, expected, reminders) =>
+    Effect.gen(function* () {
+      const { key, row } = entry
+      const delivery = new ReminderDelivery({ name: row.name, generation: row.generation, due: row.nextDue }, true)
+      const { wake, written } = yield* writeIf(
+        kind,
+        key,
+        delivery,
+        reminders.replaceStatement(kind.name, key, row, expected)
+      )
+      yield* wake
       return written
     })
 
-  return { register, replace }
+  return { register, replace, writeIf }
 }

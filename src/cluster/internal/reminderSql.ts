@@ -47,7 +47,7 @@ export interface ReminderRow {
   readonly timeZone: string | undefined
 }
 
-interface RawRow {
+export interface RawRow {
   readonly name: string
   readonly generation: string
   readonly message: string
@@ -57,7 +57,7 @@ interface RawRow {
   readonly time_zone: string | null
 }
 
-const toRow = (raw: RawRow): ReminderRow => ({
+export const rowOf = (raw: RawRow): ReminderRow => ({
   name: raw.name,
   generation: raw.generation,
   message: raw.message,
@@ -102,6 +102,8 @@ export interface ReminderSql {
     rows: ReadonlyArray<{ readonly key: string; readonly row: ReminderRow }>
   ) => Effect.Effect<void, SqlError>
   readonly get: (kind: string, key: string, name: string) => Effect.Effect<ReminderRow | undefined, SqlError>
+  /** `get` as a statement not yet run (to read with more beside it); `rowOf` reads its row. */
+  readonly getStatement: (kind: string, key: string, name: string) => Statement.Statement<RawRow>
   /** The rows of the grains `keys` of `kind`, by key, `UPSERT_CHUNK` keys per statement. */
   readonly byKeys: (
     kind: string,
@@ -113,6 +115,19 @@ export interface ReminderSql {
     ReadonlyArray<{ readonly kind: string; readonly key: string; readonly row: ReminderRow }>,
     SqlError
   >
+  /**
+   * The row's write at the end of an occurrence, conditional on `generation` still being current, as a statement not
+   * yet run that returns the row it touched (none when the reminder was removed or registered again): `advance` moves
+   * it to `nextDue`, `remove` deletes it (a one-shot delivered), `current` changes nothing (a manual trigger; in a
+   * transaction it holds the row, on PostgreSQL, until the commit).
+   */
+  readonly finalStatement: (
+    kind: string,
+    key: string,
+    name: string,
+    generation: string,
+    write: { readonly _tag: "advance"; readonly nextDue: number } | { readonly _tag: "remove" | "current" }
+  ) => Statement.Statement<Row>
   /** Moves the reminder to its next occurrence, only if `generation` is still current: true when it did. */
   readonly advance: (
     kind: string,
@@ -142,6 +157,10 @@ export const rowColumns = (key: string, row: ReminderRow) => ({
   time_zone: row.timeZone ?? null
 })
 
+/** Whether a statement touched a row. */
+const touched = (statement: Statement.Statement<Row>): Effect.Effect<boolean, SqlError> =>
+  Effect.map(statement, (rows) => rows.length > 0)
+
 export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Effect<ReminderSql, SqlError> =>
   Effect.gen(function* () {
     // Rows are read by their column names: no name transforms the client may be configured with.
@@ -169,6 +188,19 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
           period_millis = ${row.periodMillis ?? null}, cron = ${row.cron ?? null}, time_zone = ${row.timeZone ?? null}
         WHERE kind = ${kind} AND grain_key = ${key} AND name = ${row.name} AND generation = ${expected}
         RETURNING grain_key, name`
+    const getStatement = (kind: string, key: string, name: string) =>
+      sql<RawRow>`${select} WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name}`
+    const finalStatement: ReminderSql["finalStatement"] = (kind, key, name, generation, write) => {
+      const where = sql`WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name} AND generation = ${generation}`
+      switch (write._tag) {
+        case "advance":
+          return sql`UPDATE ${table} SET next_due = ${write.nextDue} ${where} RETURNING name`
+        case "current":
+          return sql`UPDATE ${table} SET generation = generation ${where} RETURNING name`
+        case "remove":
+          return sql`DELETE FROM ${table} ${where} RETURNING name`
+      }
+    }
     const upsertStatement: ReminderSql["upsertStatement"] = (kind, rows) =>
       sql`INSERT INTO ${table} ${sql.insert(rows.map(({ key, row }) => columns(kind, key, row)))} ${onConflict}`
     return {
@@ -190,44 +222,30 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
               sql<RawRow & { readonly grain_key: string }>`SELECT grain_key, name, generation, message, next_due,
               period_millis, cron, time_zone FROM ${table} WHERE kind = ${kind} AND ${sql.in("grain_key", chunk)}`
           ),
-          (results) => results.flat().map((raw) => ({ key: raw.grain_key, row: toRow(raw) }))
+          (results) => results.flat().map((raw) => ({ key: raw.grain_key, row: rowOf(raw) }))
         ),
       get: (kind, key, name) =>
-        Effect.map(sql<RawRow>`${select} WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name}`, (rows) =>
-          rows[0] === undefined ? undefined : toRow(rows[0])
-        ),
+        Effect.map(getStatement(kind, key, name), (rows) => (rows[0] === undefined ? undefined : rowOf(rows[0]))),
+      getStatement,
       list: (kind, key) =>
         Effect.map(sql<RawRow>`${select} WHERE kind = ${kind} AND grain_key = ${key} ORDER BY name`, (rows) =>
-          rows.map(toRow)
+          rows.map(rowOf)
         ),
       all: Effect.map(
         sql<RawRow & { readonly kind: string; readonly grain_key: string }>`SELECT kind, grain_key, name, generation,
           message, next_due, period_millis, cron, time_zone FROM ${table} ORDER BY kind, grain_key, name`,
-        (rows) => rows.map((raw) => ({ kind: raw.kind, key: raw.grain_key, row: toRow(raw) }))
+        (rows) => rows.map((raw) => ({ kind: raw.kind, key: raw.grain_key, row: rowOf(raw) }))
       ),
+      finalStatement,
       advance: (kind, key, name, generation, nextDue) =>
-        Effect.map(
-          sql<{ name: string }>`UPDATE ${table} SET next_due = ${nextDue}
-            WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name} AND generation = ${generation}
-            RETURNING name`,
-          (rows) => rows.length > 0
-        ),
+        touched(finalStatement(kind, key, name, generation, { _tag: "advance", nextDue })),
       current: (kind, key, name, generation) =>
-        Effect.map(
-          sql<{ name: string }>`UPDATE ${table} SET generation = generation
-            WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name} AND generation = ${generation}
-            RETURNING name`,
-          (rows) => rows.length > 0
-        ),
+        touched(finalStatement(kind, key, name, generation, { _tag: "current" })),
       remove: (kind, key, name, generation) =>
-        Effect.map(
+        touched(
           generation === undefined
-            ? sql<{ name: string }>`DELETE FROM ${table}
-                WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name} RETURNING name`
-            : sql<{ name: string }>`DELETE FROM ${table}
-                WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name} AND generation = ${generation}
-                RETURNING name`,
-          (rows) => rows.length > 0
+            ? sql`DELETE FROM ${table} WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name} RETURNING name`
+            : finalStatement(kind, key, name, generation, { _tag: "remove" })
         )
     }
   })

@@ -14,7 +14,9 @@
  * @internal
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { Row } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { scheduleEvents } from "../../Metrics.js"
@@ -117,6 +119,12 @@ const toRun = (raw: RawRun): Run => {
   return detail === undefined ? run : { ...run, detail }
 }
 
+/**
+ * A statement written only where `guard` (SQL for a WHERE clause) holds; `sameSnapshot`: it runs in one statement with
+ * others (PostgreSQL's data-modifying CTEs) and does not see their changes.
+ */
+export type Guarded = (guard: Statement.Fragment, sameSnapshot: boolean) => Statement.Statement<Row>
+
 export const tableNames = Effect.map(Tables, ({ prefix }) => ({
   state: `${prefix}_tickwork_schedule_state`,
   runs: `${prefix}_tickwork_schedule_runs`
@@ -162,7 +170,44 @@ export const make = Effect.gen(function* () {
   const selectState = sql`
     SELECT reference, paused_note, paused_by, paused_at, policies, defined, failures_in_row, running_since, buffered
     FROM ${state}`
+  /**
+   * `record`'s statements, each written only where `guard` holds (SQL for a WHERE clause): the run's insert and the
+   * trim to the newest `keep`. Run in one statement (`sameSnapshot`), the trim does not see the insert: it keeps
+   * `keep - 1` besides it (one fewer when the run was recorded already, a redelivery).
+   */
+  const recordStatements = (reference: string, id: string, run: Run, keep: number): ReadonlyArray<Guarded> => [
+    // CAST: PostgreSQL types a parameter in a SELECT list as text, which a BIGINT column does not take.
+    (guard) => sql`
+      INSERT INTO ${runs} (reference, id, instant, run_trigger, started, ended, outcome, lateness, attempts, detail)
+      SELECT ${reference}, ${id}, CAST(${run.instant} AS BIGINT), ${run.trigger}, CAST(${run.start ?? null} AS BIGINT),
+        CAST(${run.end ?? null} AS BIGINT), ${run.outcome}, CAST(${run.lateness ?? null} AS BIGINT),
+        CAST(${run.attempts} AS BIGINT), ${run.detail ?? null}
+      WHERE ${keep > 0 ? guard : sql`1 = 0`}
+      ON CONFLICT (reference, id) DO NOTHING`,
+    (guard, sameSnapshot) => sql`
+      DELETE FROM ${runs} WHERE reference = ${reference} AND ${guard} AND id NOT IN (
+        SELECT id FROM ${runs} WHERE reference = ${reference}
+        ORDER BY COALESCE(ended, started, instant) DESC, instant DESC LIMIT ${sameSnapshot ? Math.max(0, keep - 1) : keep})`
+  ]
   return {
+    /**
+     * The row `select` returns (at most one) with the state of `reference` beside it, in one round trip; undefined
+     * when `select` returns none. `select`'s columns must not be the state table's.
+     */
+    withState: <A extends object>(
+      select: Statement.Statement<A>,
+      reference: string
+    ): Effect.Effect<{ readonly row: A; readonly state: StateRow | undefined } | undefined, SqlError> =>
+      Effect.map(
+        sql<A & { readonly [K in keyof RawState]: RawState[K] | null }>`SELECT q.*, s.reference, s.paused_note,
+          s.paused_by, s.paused_at, s.policies, s.defined, s.failures_in_row, s.running_since, s.buffered
+          FROM (${select}) q LEFT JOIN ${state} s ON s.reference = ${reference}`,
+        (rows) => {
+          const first = rows[0]
+          if (first === undefined) return undefined
+          return { row: first, state: first.reference === null ? undefined : toState(first as RawState) }
+        }
+      ),
     get: (reference: string): Effect.Effect<StateRow | undefined, SqlError> =>
       Effect.map(sql<RawState>`${selectState} WHERE reference = ${reference}`, (rows) =>
         rows[0] === undefined ? undefined : toState(rows[0])
@@ -220,17 +265,18 @@ export const make = Effect.gen(function* () {
       ),
     /** Records a run (once per id) and keeps the newest `keep` of the reference. */
     record: (reference: string, id: string, run: Run, keep: number) =>
-      Effect.zipRight(
-        sql`
-          INSERT INTO ${runs} (reference, id, instant, run_trigger, started, ended, outcome, lateness, attempts, detail)
-          VALUES (${reference}, ${id}, ${run.instant}, ${run.trigger}, ${run.start ?? null}, ${run.end ?? null},
-            ${run.outcome}, ${run.lateness ?? null}, ${run.attempts}, ${run.detail ?? null})
-          ON CONFLICT (reference, id) DO NOTHING`,
-        sql`
-          DELETE FROM ${runs} WHERE reference = ${reference} AND id NOT IN (
-            SELECT id FROM ${runs} WHERE reference = ${reference}
-            ORDER BY COALESCE(ended, started, instant) DESC, instant DESC LIMIT ${keep})`
-      ),
+      Effect.forEach(recordStatements(reference, id, run, keep), (statement) => statement(sql`1 = 1`, false), {
+        discard: true
+      }),
+    recordStatements,
+    /**
+     * `record` as the two parts of one PostgreSQL statement (data-modifying CTEs): its prune does not see the row
+     * inserted beside it, which is the newest, so it keeps `keep - 1` of the others.
+     */
+    recordParts: (reference: string, id: string, run: Run, keep: number) => {
+      const [insert, prune] = recordStatements(reference, id, run, keep).map((statement) => statement(sql`1 = 1`, true))
+      return { insert: insert!, prune: prune! }
+    },
     /** Whether the run `id` is recorded (a redelivered trigger or backfill that committed already). */
     hasRun: (reference: string, id: string): Effect.Effect<boolean, SqlError> =>
       Effect.map(
