@@ -9,6 +9,8 @@
  *   bounded by the runner's storage poll interval (`ShardingConfig.entityMessagePollInterval`).
  * - Registering writes the reminder's row and its first occurrence together (one statement on PostgreSQL, one
  *   transaction on SQLite), straight into @effect/cluster's messages table on a runner built by `ClusterRunner`.
+ *   Single registrations in flight together share that statement or transaction and its commit (group commit),
+ *   each caller keeping its own answer and typed error.
  * - Each registration gets a fresh generation; an occurrence whose generation is no longer current (unregistered,
  *   replaced) is dropped when it arrives. Re-registering a name replaces it.
  * - Missed while the whole cluster was down: the pending occurrence fires once on recovery, then the reminder
@@ -67,6 +69,7 @@ import {
   UnknownClusterGrainKind
 } from "./internal/grainProtocol.js"
 import * as Occurrences from "./internal/occurrenceSql.js"
+import * as RegistrationCommit from "./internal/registrationCommit.js"
 import { make as makeSource } from "./internal/reminderSchedules.js"
 import * as ReminderSql from "./internal/reminderSql.js"
 import { Tables } from "./internal/runner.js"
@@ -591,7 +594,7 @@ const sendOccurrence = <Msg, A, E>(
 export const layer = (
   options: Options = {}
 ): Layer.Layer<Reminders, ReminderStorageError | InvalidSchedulePolicy, SqlClient.SqlClient | Sharding> =>
-  Layer.effect(
+  Layer.scoped(
     Reminders,
     Effect.gen(function* () {
       if (options.policies !== undefined && typeof options.policies !== "function") {
@@ -763,6 +766,29 @@ export const layer = (
             )
 
       /**
+       * Single registrations from many fibers share statements and commits (`internal/registrationCommit.ts`: a group
+       * commit over `write`), where registration writes its occurrences itself; a sent occurrence is one send each.
+       */
+      const registrations =
+        occurrences === undefined
+          ? undefined
+          : yield* RegistrationCommit.make({
+              write,
+              transaction: (effect) =>
+                Effect.catchTag(sql.withTransaction(effect), "SqlError", (cause) =>
+                  Effect.fail(new ReminderStorageError({ operation: "register", cause }))
+                ),
+              closed: (when) =>
+                new ReminderStorageError({
+                  operation: "register",
+                  cause:
+                    when === "queued"
+                      ? "the reminders service closed before the registration was written"
+                      : "the reminders service closed while the registration was written: it may or may not be stored"
+                })
+            })
+
+      /**
        * Gives a registered reminder a new schedule in place, as registering it again would: the same name and stored
        * message, a new generation (the occurrence persisted for the old schedule is dropped as stale when it arrives),
        * the first occurrence of `schedule` from now. The row is written only while its generation is still the one of
@@ -815,7 +841,7 @@ export const layer = (
       const register: RemindersService["register"] = (kind, key, name, message, schedule) =>
         Effect.gen(function* () {
           const prepared = yield* prepare(kind, yield* Clock.currentTimeMillis, { key, name, message, schedule })
-          yield* write(kind, [prepared])
+          yield* registrations === undefined ? write(kind, [prepared]) : registrations.register(kind, prepared)
           return toInfo(prepared.row)
         })
 

@@ -118,8 +118,10 @@ interface Register {
   readonly dueTo: number
   /** How many registrations are in flight at once (1: one at a time). */
   readonly concurrency: number
-  /** tickwork only: registrations per `Reminders.registerManyFor` call (one call at a time); 0: one by one. */
+  /** tickwork only: registrations per `Reminders.registerManyFor` call; 0: one by one. */
   readonly batch?: number
+  /** tickwork only: `registerManyFor` calls in flight at once (default 1: one after the other). */
+  readonly batchesInFlight?: number
 }
 
 type Command = Register | { readonly op: "heap" } | { readonly op: "sizes" }
@@ -168,7 +170,7 @@ const register = (c: Register) =>
       const chunks = Array.from({ length: Math.ceil(ids.length / batch) }, (_, i) =>
         ids.slice(i * batch, (i + 1) * batch)
       )
-      yield* Effect.forEach(chunks, batchOf, { discard: true })
+      yield* Effect.forEach(chunks, batchOf, { discard: true, concurrency: c.batchesInFlight ?? 1 })
     } else {
       yield* Effect.forEach(ids, retried, { concurrency: c.concurrency, discard: true })
     }
