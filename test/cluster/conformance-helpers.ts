@@ -95,3 +95,34 @@ export const historyOf = (reference: string) =>
   Effect.map(ClusterScheduler.history(reference, { limit: 1000 }), (entries) =>
     entries.map((entry) => DateTime.formatIso(entry.instant))
   )
+
+/**
+ * Makes storage refuse every row inserted into `<prefix>_messages` whose `entity_id` is `entityId` (a trigger, on
+ * SQLite or PostgreSQL), until the scope closes.
+ */
+export const refuseEntity = (sql: SqlClient.SqlClient, prefix: string, entityId: string) =>
+  Effect.acquireRelease(
+    sql.onDialectOrElse({
+      pg: () =>
+        Effect.zipRight(
+          sql.unsafe(`CREATE FUNCTION "${prefix}_refuse"() RETURNS trigger LANGUAGE plpgsql AS
+            'BEGIN RAISE EXCEPTION ''refused''; END'`),
+          sql.unsafe(`CREATE TRIGGER "${prefix}_refuse" BEFORE INSERT ON "${prefix}_messages" FOR EACH ROW
+            WHEN (NEW.entity_id = '${entityId}') EXECUTE FUNCTION "${prefix}_refuse"()`)
+        ),
+      orElse: () =>
+        sql.unsafe(`CREATE TRIGGER "${prefix}_refuse" BEFORE INSERT ON "${prefix}_messages"
+          WHEN NEW.entity_id = '${entityId}' BEGIN SELECT RAISE(ABORT, 'refused'); END`)
+    }),
+    () =>
+      Effect.ignore(
+        sql.onDialectOrElse({
+          pg: () =>
+            Effect.zipRight(
+              sql.unsafe(`DROP TRIGGER IF EXISTS "${prefix}_refuse" ON "${prefix}_messages"`),
+              sql.unsafe(`DROP FUNCTION IF EXISTS "${prefix}_refuse"()`)
+            ),
+          orElse: () => sql.unsafe(`DROP TRIGGER IF EXISTS "${prefix}_refuse"`)
+        })
+      )
+  )

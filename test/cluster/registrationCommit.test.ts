@@ -17,6 +17,7 @@ import {
   freshPrefix,
   pgStorage,
   pgUnavailable,
+  refuseEntity,
   startRunner,
   type TestRunner
 } from "./conformance-helpers.js"
@@ -154,12 +155,9 @@ for (const backend of backends) {
       it.scoped("a registration the storage refuses fails alone; the others of its batch are stored", () =>
         Effect.gen(function* () {
           const { grains, kind, prefix, sql } = yield* setup("refused")
-          // PostgreSQL refuses an entity id beyond 255 characters; on SQLite a trigger refuses this key.
-          const refused = backend.name === "pg" ? "k".repeat(300) : "refused"
-          if (backend.name === "sqlite") {
-            yield* sql.unsafe(`CREATE TRIGGER "${prefix}_refuse" BEFORE INSERT ON "${prefix}_messages"
-              WHEN NEW.entity_id = 'refused' BEGIN SELECT RAISE(ABORT, 'refused'); END`)
-          }
+          // A trigger refuses this key's occurrence.
+          const refused = "refused"
+          yield* refuseEntity(sql, prefix, refused)
           const keys = Array.from({ length: 20 }, (_, i) => (i === 7 ? refused : `k${i}`))
           const answers = yield* Effect.forEach(
             keys,
