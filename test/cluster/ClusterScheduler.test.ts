@@ -1,11 +1,5 @@
-import * as EntityAddress from "@effect/cluster/EntityAddress"
-import * as Envelope from "@effect/cluster/Envelope"
-import * as Message from "@effect/cluster/Message"
 import * as MessageStorage from "@effect/cluster/MessageStorage"
-import * as ShardId from "@effect/cluster/ShardId"
 import * as Sharding from "@effect/cluster/Sharding"
-import * as Snowflake from "@effect/cluster/Snowflake"
-import * as Headers from "@effect/platform/Headers"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, DateTime, Effect, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
@@ -14,7 +8,7 @@ import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
 import { FirePayload, makeEntity } from "../../src/cluster/internal/cron.js"
 import * as CronMessages from "../../src/cluster/internal/cronMessages.js"
 import { captureLogs } from "../utils.js"
-import { advance, historyOf, iso, startRunner } from "./conformance-helpers.js"
+import { advance, historyOf, iso, saveAsCluster, startRunner } from "./conformance-helpers.js"
 
 /** The instants `scheduleWithCron` ran, as ISO strings, and an `execute` that records them. */
 const recorder = () => {
@@ -507,28 +501,12 @@ describe("ClusterScheduler's next instant, written with the instant's transactio
       const sql = (yield* SqlClient.SqlClient).withoutTransforms()
       yield* sql`DELETE FROM cluster_messages WHERE id = ${row.id as string}`
       const entity = makeEntity("written")
-      const rpc = entity.protocol.requests.get("fire")!
-      const saved = yield* (yield* MessageStorage.MessageStorage).saveRequest(
-        new Message.OutgoingRequest({
-          envelope: Envelope.makeRequest<any>({
-            requestId: Snowflake.Snowflake(row.id as string),
-            address: EntityAddress.make({
-              shardId: ShardId.ShardId.fromString(row.shard_id as string),
-              entityType: entity.type,
-              entityId: row.entity_id as never
-            }),
-            tag: "fire",
-            payload: new FirePayload({
-              instant: 20_000,
-              generation: Number(JSON.parse(row.payload as string).generation)
-            }),
-            headers: Headers.fromInput(JSON.parse(row.headers as string))
-          }),
-          lastReceivedReply: Option.none(),
-          rpc: rpc as never,
-          context: Context.empty() as never,
-          respond: () => Effect.void
-        })
+      const saved = yield* saveAsCluster(
+        yield* MessageStorage.MessageStorage,
+        row,
+        entity,
+        "fire",
+        new FirePayload({ instant: 20_000, generation: Number(JSON.parse(row.payload as string).generation) })
       )
       assert.strictEqual(saved._tag, "Success")
       const resaved = (yield* fireRows).filter((r) => r.entity_id === iso(20_000))

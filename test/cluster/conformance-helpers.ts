@@ -3,8 +3,15 @@
  * runners' storage polls need, start runners over one storage, read a schedule's history, find out whether the
  * PostgreSQL variants can run.
  */
+import * as EntityAddress from "@effect/cluster/EntityAddress"
+import * as Envelope from "@effect/cluster/Envelope"
+import * as Message from "@effect/cluster/Message"
+import type * as MessageStorage from "@effect/cluster/MessageStorage"
+import * as ShardId from "@effect/cluster/ShardId"
+import * as Snowflake from "@effect/cluster/Snowflake"
+import { Headers } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Context, DateTime, Effect, Fiber, Layer, Scope, TestClock, TestServices } from "effect"
+import { Context, DateTime, Effect, Fiber, Layer, Option, Scope, TestClock, TestServices } from "effect"
 import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
 
 /** The PostgreSQL the pg variants use: TICKWORK_PG_URL, default the machine's local server (trust auth). */
@@ -125,4 +132,36 @@ export const refuseEntity = (sql: SqlClient.SqlClient, prefix: string, entityId:
           orElse: () => sql.unsafe(`DROP TRIGGER IF EXISTS "${prefix}_refuse"`)
         })
       )
+  )
+
+/**
+ * Saves the request a messages row (one tickwork wrote straight into `<prefix>_messages`) stands for through
+ * @effect/cluster's own `MessageStorage.saveRequest`, with the same id, shard, entity, tag, headers and `payload`: a
+ * test deletes the row first, then compares the row @effect/cluster writes with it.
+ */
+export const saveAsCluster = (
+  storage: MessageStorage.MessageStorage["Type"],
+  row: Record<string, unknown>,
+  entity: { readonly type: string; readonly protocol: { readonly requests: ReadonlyMap<string, unknown> } },
+  tag: string,
+  payload: unknown
+) =>
+  storage.saveRequest(
+    new Message.OutgoingRequest({
+      envelope: Envelope.makeRequest<any>({
+        requestId: Snowflake.Snowflake(row.id as string),
+        address: EntityAddress.make({
+          shardId: ShardId.ShardId.fromString(row.shard_id as string),
+          entityType: entity.type as never,
+          entityId: row.entity_id as never
+        }),
+        tag,
+        payload,
+        headers: Headers.fromInput(JSON.parse(row.headers as string))
+      }),
+      lastReceivedReply: Option.none(),
+      rpc: entity.protocol.requests.get(tag) as never,
+      context: Context.empty() as never,
+      respond: () => Effect.void
+    })
   )

@@ -5,9 +5,6 @@
  * are the very rows `SqlMessageStorage.saveRequest` writes (a change of @effect/cluster's format fails here); and
  * `SqlMessageStorage` reads them back.
  */
-import * as EntityAddress from "@effect/cluster/EntityAddress"
-import * as Envelope from "@effect/cluster/Envelope"
-import * as Message from "@effect/cluster/Message"
 import * as MessageStorage from "@effect/cluster/MessageStorage"
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as RunnerHealth from "@effect/cluster/RunnerHealth"
@@ -18,7 +15,6 @@ import * as ShardingConfig from "@effect/cluster/ShardingConfig"
 import * as Snowflake from "@effect/cluster/Snowflake"
 import * as SqlMessageStorage from "@effect/cluster/SqlMessageStorage"
 import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
-import * as Headers from "@effect/platform/Headers"
 import * as RpcClient from "@effect/rpc/RpcClient"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
@@ -34,6 +30,7 @@ import {
   pgStorage,
   pgUnavailable,
   refuseEntity,
+  saveAsCluster,
   startRunner,
   type TestRunner
 } from "./conformance-helpers.js"
@@ -389,30 +386,10 @@ for (const backend of backends) {
             // The same requests saved by @effect/cluster itself, with the same ids, replace them: every column agrees.
             const messageStorage = Context.get(runner.context, MessageStorage.MessageStorage)
             const sql = Context.get(storage, SqlClient.SqlClient).withoutTransforms()
-            const rpc = kind.entity.protocol.requests.get("Remind")!
             for (const row of written) {
               yield* sql`DELETE FROM ${sql(`${prefix}_messages`)} WHERE id = ${row.id as string}`
-              const shard = ShardId.ShardId.fromString(row.shard_id as string)
               const payload = Schema.decodeUnknownSync(ReminderDelivery)(JSON.parse(row.payload as string))
-              const saved = yield* messageStorage.saveRequest(
-                new Message.OutgoingRequest({
-                  envelope: Envelope.makeRequest<any>({
-                    requestId: Snowflake.Snowflake(row.id as string),
-                    address: EntityAddress.make({
-                      shardId: shard,
-                      entityType: kind.entity.type,
-                      entityId: row.entity_id as never
-                    }),
-                    tag: "Remind",
-                    payload,
-                    headers: Headers.fromInput(JSON.parse(row.headers as string))
-                  }),
-                  lastReceivedReply: Option.none(),
-                  rpc: rpc as never,
-                  context: Context.empty() as never,
-                  respond: () => Effect.void
-                })
-              )
+              const saved = yield* saveAsCluster(messageStorage, row, kind.entity, "Remind", payload)
               assert.strictEqual(saved._tag, "Success")
             }
             const resaved = yield* messageRows(prefix).pipe(Effect.provide(storage))
@@ -441,6 +418,7 @@ for (const backend of backends) {
               assert.strictEqual(envelope.address.entityType, kind.entity.type)
               assert.strictEqual(envelope.address.entityId, row.entity_id)
               assert.strictEqual(envelope.address.shardId.toString(), row.shard_id)
+              const rpc = kind.entity.protocol.requests.get("Remind")!
               const delivery = Schema.decodeUnknownSync(rpc.payloadSchema as Schema.Schema<ReminderDelivery, unknown>)(
                 envelope.payload
               )
