@@ -984,13 +984,12 @@ export const layer = (
               ? undefined
               : new ReminderDelivery({ name: row.name, generation: row.generation, due: next }, true)
           const recorded = run === undefined ? [] : state.recordStatements(stateKey, runId, run, keep)
-          const others = writes
           /** The other writes, after the row's and the run's, in the same transaction, if the row's held. */
           const inTransaction = <E>(first: Effect.Effect<boolean, E>) =>
             sql.withTransaction(
               Effect.suspend(() => {
                 pausedNow = false
-                return Effect.tap(first, (still) => (still ? Effect.all(others, { discard: true }) : Effect.void))
+                return Effect.tap(first, (still) => (still ? Effect.all(writes, { discard: true }) : Effect.void))
               })
             )
           if (occurrences !== undefined) {
@@ -1002,7 +1001,7 @@ export const layer = (
               wakeAfter = result.wake
               return result.written
             })
-            yield* writing(others.length === 0 ? write : inTransaction(write))
+            yield* writing(writes.length === 0 ? write : inTransaction(write))
             yield* wakeAfter
           } else {
             // Another runner's storage: the next occurrence is sent through the cluster, before the row moves on (a

@@ -136,11 +136,6 @@ export interface ReminderSql {
     generation: string,
     nextDue: number
   ) => Effect.Effect<boolean, SqlError>
-  /**
-   * Whether the reminder's generation is still `generation`, checked by an update that changes nothing (in a
-   * transaction it holds the row, on PostgreSQL, until the commit).
-   */
-  readonly current: (kind: string, key: string, name: string, generation: string) => Effect.Effect<boolean, SqlError>
   /** Deletes the reminder; with a generation, only if it is still current. True when a row was deleted. */
   readonly remove: (kind: string, key: string, name: string, generation?: string) => Effect.Effect<boolean, SqlError>
 }
@@ -241,8 +236,6 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
       finalStatement,
       advance: (kind, key, name, generation, nextDue) =>
         touched(finalStatement(kind, key, name, generation, { _tag: "advance", nextDue })),
-      current: (kind, key, name, generation) =>
-        touched(finalStatement(kind, key, name, generation, { _tag: "current" })),
       remove: (kind, key, name, generation) =>
         touched(
           generation === undefined
