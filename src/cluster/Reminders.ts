@@ -393,7 +393,7 @@ const storage =
 const DELIVERY_READS = 4
 const DELIVERY_WRITES = 4
 
-/** The waits between attempts of a storage operation on the delivery path: doubling from 200 ms, at most 10 s. */
+/** The waits between attempts of a storage operation on the delivery path: short for a blip, capped for an outage. */
 const STORAGE_RETRY = Schedule.exponential("200 millis").pipe(Schedule.union(Schedule.spaced("10 seconds")))
 
 /**

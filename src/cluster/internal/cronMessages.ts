@@ -27,7 +27,7 @@ import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as PrimaryKey from "effect/PrimaryKey"
 import * as Schema from "effect/Schema"
-import { type MessageRow, messageIdOf, ownMessageStorage } from "./occurrenceSql.js"
+import { messageRow, ownMessageStorage } from "./occurrenceSql.js"
 
 /** What the writer needs of the cron's entity (`cron.makeEntity`). */
 export interface FireEntity {
@@ -75,26 +75,16 @@ export const make = (
         const id = EntityId.make(entityId)
         const shardId = sharding.getShardId(id, entity.getShardGroup(id))
         if (!sharding.hasShardId(shardId)) return undefined
-        const requestId = String(yield* sharding.getSnowflake)
-        const row: MessageRow = {
-          id: requestId,
-          message_id: yield* messageIdOf(
-            `${entity.type}/${entityId}/${FIRE}/${PrimaryKey.value(payload as unknown as PrimaryKey.PrimaryKey)}`
-          ),
-          shard_id: shardId.toString(),
-          entity_type: entity.type,
-          entity_id: entityId,
-          kind: 0,
+        const row = yield* messageRow(sharding, {
+          entityType: entity.type,
+          entityId,
+          shardId: shardId.toString(),
           tag: FIRE,
-          payload: JSON.stringify(encode(payload)),
+          primaryKey: PrimaryKey.value(payload as unknown as PrimaryKey.PrimaryKey),
+          payload: encode(payload),
           headers: JSON.stringify(yield* FiberRef.get(RpcClient.currentHeaders)),
-          trace_id: null,
-          span_id: null,
-          sampled: null,
-          request_id: requestId,
-          reply_id: null,
-          deliver_at: payload.instant
-        }
+          deliverAt: payload.instant
+        })
         return raw`INSERT INTO ${messages} ${raw.insert({ ...row })} ON CONFLICT (message_id) DO NOTHING` as Statement.Statement<unknown>
       })
     const soon = 2 * own.storage.pollMillis

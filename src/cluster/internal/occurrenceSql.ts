@@ -75,13 +75,52 @@ const MESSAGE_ID_WIDTH = 255
 const encoder = new TextEncoder()
 
 /** The `message_id` `SqlMessageStorage` stores for a request's primary key. */
-export const messageIdOf = (primaryKey: string): Effect.Effect<string> =>
+const messageIdOf = (primaryKey: string): Effect.Effect<string> =>
   primaryKey.length <= MESSAGE_ID_WIDTH
     ? Effect.succeed(primaryKey)
     : Effect.map(
         Effect.promise(() => globalThis.crypto.subtle.digest("SHA-256", encoder.encode(primaryKey))),
         (digest) => Encoding.encodeHex(new Uint8Array(digest))
       )
+
+/**
+ * The row `SqlMessageStorage.saveRequest` writes for a request sent with `discard`: a fresh request id from the
+ * runner's Snowflake generator, the primary key `<entity type>/<entity id>/<tag>/<key>` as `message_id` (hashed when
+ * long), the encoded payload and the caller's headers (`headers`: JSON), no trace context.
+ */
+export const messageRow = (
+  sharding: Context.Tag.Service<Sharding>,
+  request: {
+    readonly entityType: string
+    readonly entityId: string
+    readonly shardId: string
+    readonly tag: string
+    readonly primaryKey: string
+    readonly payload: unknown
+    readonly headers: string
+    readonly deliverAt: number
+  }
+): Effect.Effect<MessageRow> =>
+  Effect.gen(function* () {
+    const id = String(yield* sharding.getSnowflake)
+    return {
+      id,
+      message_id: yield* messageIdOf(`${request.entityType}/${request.entityId}/${request.tag}/${request.primaryKey}`),
+      shard_id: request.shardId,
+      entity_type: request.entityType,
+      entity_id: request.entityId,
+      kind: 0,
+      tag: request.tag,
+      payload: JSON.stringify(request.payload),
+      headers: request.headers,
+      trace_id: null,
+      span_id: null,
+      sampled: null,
+      request_id: id,
+      reply_id: null,
+      deliver_at: request.deliverAt
+    }
+  })
 
 /** One reminder of a registration: the grain's key and the row to write. */
 export interface Registered {
@@ -340,24 +379,16 @@ const writer = (
             detail: "this runner owns the grain's shard and no ClusterGrain.layer on it registers the kind"
           })
         }
-        const id = String(yield* sharding.getSnowflake)
-        result[i] = {
-          id,
-          message_id: yield* messageIdOf(`${kind.entity.type}/${key}/${REMIND}/${PrimaryKey.value(delivery)}`),
-          shard_id: shardId.toString(),
-          entity_type: kind.entity.type,
-          entity_id: key,
-          kind: 0,
+        result[i] = yield* messageRow(sharding, {
+          entityType: kind.entity.type,
+          entityId: key,
+          shardId: shardId.toString(),
           tag: REMIND,
-          payload: JSON.stringify(encode(delivery)),
+          primaryKey: PrimaryKey.value(delivery),
+          payload: encode(delivery),
           headers,
-          trace_id: null,
-          span_id: null,
-          sampled: null,
-          request_id: id,
-          reply_id: null,
-          deliver_at: delivery.due
-        }
+          deliverAt: delivery.due
+        })
       }
       return { rows: result as ReadonlyArray<MessageRow>, local: local as ReadonlyArray<boolean>, headers }
     })
