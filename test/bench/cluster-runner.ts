@@ -7,7 +7,7 @@
  *   time) carry their own id and due time; $CRONS every-second `ClusterScheduler` schedules;
  * - the baseline, plain @effect/cluster: the entity "bench-plain" with one persisted RPC whose payload has a
  *   `DeliverAt` (what a reminder occurrence is underneath, without tickwork's table and checks); $CRONS every-second
- *   `ClusterCron` jobs.
+ *   `ClusterCron` jobs (with $CRON_SYSTEMS=t only tickwork's schedules, with `p` only ClusterCron's).
  *
  * Every delivery prints one line, `D <t|p> <id> <due> <at>` (t: tickwork, p: plain; epoch millis), every cron instant
  * `C <t|p> <name> <instant> <at>`. Commands come on stdin, one JSON object a line, answered in order with one
@@ -29,6 +29,11 @@ import { ClusterGrain, ClusterRunner, ClusterScheduler, Reminders } from "tickwo
 const port = Number(process.env.PORT)
 const storageSpec = process.env.STORAGE ?? "sqlite:bench-cluster.db"
 const crons = Number(process.env.CRONS ?? "0")
+/**
+ * $CRON_SYSTEMS: whose $CRONS schedules the runner hosts, `t` (tickwork's only), `p` (ClusterCron's only) or unset
+ * (both, side by side: their instants then share the runner's event loop and, on SQLite, its one connection).
+ */
+const cronSystems = process.env.CRON_SYSTEMS ?? "both"
 /** Reminder i goes to grain (entity) `g<i mod GRAINS>`: many grains, several reminders each at large sizes. */
 const grains = Number(process.env.GRAINS ?? "10000")
 const sharding = JSON.parse(process.env.SHARDING ?? "{}") as Partial<ShardingConfig["Type"]>
@@ -63,7 +68,7 @@ const BenchGrain = ClusterGrain.make(
   { message: FireMsg }
 )
 
-const tickworkCrons = Array.from({ length: crons }, (_, i) =>
+const tickworkCrons = Array.from({ length: cronSystems === "p" ? 0 : crons }, (_, i) =>
   ClusterScheduler.layer(
     "* * * * * ?",
     (fire) => Effect.sync(() => out(`C t cron-${i} ${DateTime.toEpochMillis(fire.instant)} ${Date.now()}`)),
@@ -93,7 +98,7 @@ const PlainLive = Plain.toLayer({
 const everySecond = Cron.unsafeParse("* * * * * *")
 
 /** ClusterCron hands `execute` no instant; its entity id is the instant (ISO), read from the current address. */
-const plainCrons = Array.from({ length: crons }, (_, i) =>
+const plainCrons = Array.from({ length: cronSystems === "t" ? 0 : crons }, (_, i) =>
   ClusterCron.make({
     name: `bench-cron-${i}`,
     cron: everySecond,
