@@ -70,7 +70,9 @@ const query = Pg.Client.prototype.query as any
 }
 
 const crons = Number(process.env.CRONS ?? "10")
-const plain = process.env.PLAIN === "1"
+const plain = process.env.PLAIN === "1" || process.env.PLAIN === "only"
+/** $PLAIN=only: the `ClusterCron` jobs alone, without tickwork's schedules. */
+const tickworkCount = process.env.PLAIN === "only" ? 0 : crons
 const seconds = Number(process.env.SECONDS ?? "10")
 const spec = process.env.STORAGE ?? `sqlite:${path.join(fs.mkdtempSync(path.join(os.tmpdir(), "cron-trace-")), "c.db")}`
 const storage = spec.startsWith("pg:")
@@ -85,7 +87,7 @@ interface FireAt {
 }
 const fires: Array<FireAt> = []
 
-const tickwork = Array.from({ length: crons }, (_, i) =>
+const tickwork = Array.from({ length: tickworkCount }, (_, i) =>
   ClusterScheduler.layer(
     "* * * * * ?",
     (fire) =>
