@@ -102,6 +102,43 @@ describe("local arming", () => {
     })
   )
 
+  it.effect("ten schedules due at the same instants: each instant at its instant, once (one wake for them all)", () =>
+    Effect.gen(function* () {
+      for (const start of [1, 437, 999]) {
+        const fired: Array<string> = []
+        yield* Effect.gen(function* () {
+          yield* TestClock.adjust(start)
+          const base = yield* Clock.currentTimeMillis
+          for (let s = 0; s < 10; s++) {
+            yield* ClusterScheduler.scheduleWithCron(
+              "* * * * * ?",
+              (fire) =>
+                Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                  Effect.sync(() => fired.push(`${s}@${DateTime.toEpochMillis(fire.instant)}:${now}`))
+                ),
+              ClusterScheduler.withTimerReference(`together-${s}`)
+            )
+          }
+          const first = Math.ceil((base + 1) / 1_000) * 1_000
+          for (let i = 0; i < 4; i++) {
+            const instant = first + i * 1_000
+            yield* advanceTo(instant)
+            // Every schedule's instant ran at its instant (the clock has not moved past it), each once.
+            assert.deepStrictEqual(
+              fired.slice(i * 10).sort(),
+              Array.from({ length: 10 }, (_, s) => `${s}@${instant}:${instant}`).sort(),
+              `start ${start}, instant ${i}`
+            )
+          }
+        }).pipe(
+          Effect.scoped,
+          Effect.provide(ClusterRunner.layerTest({ shardingConfig: POLL })),
+          Effect.provide(TestClock.defaultTestClock)
+        )
+      }
+    })
+  )
+
   it.effect("every cron instant starts at its instant, whatever the runner's start time, once", () =>
     Effect.gen(function* () {
       for (const start of [1, 437, 999]) {
