@@ -100,7 +100,8 @@ export const make = (
         // their expressions agree): after a quarter of the time left, at most `WAKE_AFTER_MILLIS`, so it comes
         // before the instant and, usually, after the others of the burst committed.
         const at = now + Math.max(0, Math.min(WAKE_AFTER_MILLIS, Math.floor((instant - now) / 4)))
-        if (waking.at !== undefined && waking.at <= at) return Effect.void
+        // A pending wake not yet gone long after its time (a starved process) is not trusted: one more read is cheap.
+        if (waking.at !== undefined && waking.at <= at && waking.at >= now - WAKE_AFTER_MILLIS) return Effect.void
         waking.at = at
         return Effect.asVoid(
           Effect.forkDaemon(
