@@ -7,7 +7,20 @@ import { ClusterSchema, DeliverAt, Entity } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Context, DateTime, Effect, Exit, Fiber, Layer, Option, PrimaryKey, Schema, Scope } from "effect"
+import {
+  Clock,
+  Context,
+  DateTime,
+  Deferred,
+  Effect,
+  Exit,
+  Fiber,
+  Layer,
+  Option,
+  PrimaryKey,
+  Schema,
+  Scope
+} from "effect"
 import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, ClusterScheduler, Reminders } from "tickwork/cluster"
 import {
@@ -91,7 +104,7 @@ for (const backend of backends) {
         const prefix = freshPrefix("t")
         const storage = yield* Layer.build(ClusterRunner.layerStorage(backend.storage))
         yield* Effect.addFinalizer(() => Effect.orDie(backend.cleanup(prefix)).pipe(Effect.provide(storage)))
-        const startRunner = (port: number, options?: Pick<ClusterRunner.TestOptions, "shardingConfig">) =>
+        const startRunner = (port: number, options?: Pick<ClusterRunner.TestOptions, "shardingConfig" | "readLimit">) =>
           startTestRunner(storage, port, { ...options, tablePrefix: prefix })
         return { storage, startRunner }
       })
@@ -243,6 +256,81 @@ for (const backend of backends) {
             yield* Scope.close(second.scope, Exit.void)
           })
       )
+
+      describe("backlog: a runner reads at most readLimit unanswered requests at once", () => {
+        /** A runner whose probe records each request it starts and holds it until `gate` opens; ten requests due at 3 s. */
+        const gated = (readLimit: number | false) =>
+          Effect.gen(function* () {
+            const { startRunner } = yield* setup
+            const started: Array<string> = []
+            const gate = yield* Deferred.make<void>()
+            const runner = yield* startRunner(1, { readLimit })
+            // Closing waits for running handlers: a failed assertion must not leave them waiting.
+            yield* Effect.addFinalizer(() =>
+              Effect.zipRight(Deferred.succeed(gate, undefined), Scope.close(runner.scope, Exit.void))
+            )
+            yield* Layer.buildWithScope(
+              Probe.toLayer({
+                due: (request) =>
+                  Effect.zipRight(
+                    Effect.sync(() => started.push(request.payload.id)),
+                    gate
+                  )
+              }),
+              runner.scope
+            ).pipe(Effect.provide(runner.context))
+            const client = yield* Probe.client.pipe(Effect.provide(runner.context))
+            const ids = Array.from({ length: 10 }, (_, i) => `p${String(i).padStart(2, "0")}`)
+            // One after the other: stored in this order. Forked: the first waits for the runner's shards.
+            const sends = yield* Effect.fork(
+              Effect.forEach(ids, (id) => client(id).due(new Due({ id, at: 3_000 }), { discard: true }), {
+                discard: true
+              })
+            )
+            yield* advance(5)
+            yield* Fiber.join(sends)
+            /** Moves the clock a second at a time until `done` holds (at most `seconds`). */
+            const until = (done: () => boolean, seconds: number) =>
+              Effect.gen(function* () {
+                for (let i = 0; i < seconds && !done(); i++) yield* advance(1)
+              })
+            return { started, gate, ids, until }
+          })
+
+        it.scoped("the oldest first, the next page as answers come", () =>
+          Effect.gen(function* () {
+            const { started, gate, ids, until } = yield* gated(4)
+            yield* until(() => started.length >= 4, 5)
+            assert.deepStrictEqual(started, ids.slice(0, 4))
+            // Polls read nothing more while the four are unanswered.
+            yield* advance(3)
+            assert.deepStrictEqual(started, ids.slice(0, 4))
+            yield* Deferred.succeed(gate, undefined)
+            yield* until(() => started.length === ids.length, 20)
+            assert.deepStrictEqual(started, ids)
+          })
+        )
+
+        it.scoped("a request unanswered for 30 seconds stops counting", () =>
+          Effect.gen(function* () {
+            const { started, ids, until } = yield* gated(4)
+            yield* until(() => started.length >= 4, 5)
+            yield* advance(20)
+            assert.strictEqual(started.length, 4)
+            yield* until(() => started.length === 8, 10)
+            assert.deepStrictEqual(started, ids.slice(0, 8))
+          })
+        )
+
+        it.scoped("readLimit: false reads everything due at once", () =>
+          Effect.gen(function* () {
+            const { started, ids, until } = yield* gated(false)
+            // All of them, none answered.
+            yield* until(() => started.length === ids.length, 5)
+            assert.deepStrictEqual(started, ids)
+          })
+        )
+      })
 
       it.scoped("reminders: a registered reminder survives its runner and fires once, on time, on the next", () =>
         Effect.gen(function* () {

@@ -31,6 +31,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as Arming from "./arming.js"
+import * as ReadLimit from "./readLimit.js"
 import * as Retention from "./retention.js"
 
 /** Where a runner keeps its messages, shard locks and tickwork's own tables. */
@@ -163,7 +164,7 @@ const refreshOnConnection = (
 export const layerClusterStorage = <E>(
   prefix: string,
   onUnavailable: (reason: string) => E,
-  arming?: Arming.Arming
+  wrap?: StorageWrap
 ): Layer.Layer<
   MessageStorage.MessageStorage | RunnerStorage.RunnerStorage,
   E,
@@ -176,13 +177,9 @@ export const layerClusterStorage = <E>(
         : Layer.fail(onUnavailable(reasonOf(cause)))
     ),
     Layer.map((context) =>
-      arming === undefined
+      wrap === undefined
         ? context
-        : Context.add(
-            context,
-            MessageStorage.MessageStorage,
-            arming.wrap(Context.get(context, MessageStorage.MessageStorage))
-          )
+        : Context.add(context, MessageStorage.MessageStorage, wrap(Context.get(context, MessageStorage.MessageStorage)))
     ),
     Layer.flatMap((context) =>
       Layer.effectContext(
@@ -195,30 +192,41 @@ export const layerClusterStorage = <E>(
     )
   )
 
+/** What tickwork wraps @effect/cluster's message storage with (the read limit, then local arming). */
+type StorageWrap = (storage: MessageStorage.MessageStorage["Type"]) => MessageStorage.MessageStorage["Type"]
+
 /**
- * A runner's layers with what tickwork adds to @effect/cluster's: local arming (`arming.ts`) when
- * `armingWindowMillis` is set (the messages storage is wrapped to scan after each read, and the arming is given the
- * read trigger of the runner's `Sharding`), and the retention sweeper (`retention.ts`) when `retentionMillis` is.
+ * A runner's layers with what tickwork adds to @effect/cluster's: the read limit (`readLimit.ts`) when `readLimit` is
+ * set and local arming (`arming.ts`) when `armingWindowMillis` is (the messages storage is wrapped by both, and both
+ * are given the read trigger of the runner's `Sharding`), and the retention sweeper (`retention.ts`) when
+ * `retentionMillis` is.
  */
 const withRunnerServices = <E, R>(
   options: RunnerOptions,
-  runner: (arming: Arming.Arming | undefined) => Layer.Layer<ClusterServices, E, R>
+  runner: (wrap: StorageWrap | undefined) => Layer.Layer<ClusterServices, E, R>
 ): Layer.Layer<ClusterServices, E, R | SqlClient.SqlClient> =>
-  options.armingWindowMillis === undefined && options.retentionMillis === undefined
+  options.armingWindowMillis === undefined && options.retentionMillis === undefined && options.readLimit === undefined
     ? runner(undefined)
     : Layer.unwrapScoped(
         Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
           const scope = yield* Effect.scope
+          const limit =
+            options.readLimit === undefined ? undefined : ReadLimit.make(sql, options.prefix, options.readLimit)
           const arming =
             options.armingWindowMillis === undefined
               ? undefined
               : yield* Arming.make(sql, options.prefix, options.armingWindowMillis)
+          const wrappers = [limit?.wrap, arming?.wrap].filter((wrap) => wrap !== undefined)
+          const wrap: StorageWrap | undefined =
+            wrappers.length === 0 ? undefined : (storage) => wrappers.reduce((inner, next) => next(inner), storage)
           const retentionMillis = options.retentionMillis
-          return runner(arming).pipe(
+          return runner(wrap).pipe(
             Layer.tap((context) =>
               Effect.gen(function* () {
-                arming?.attach(Context.get(context, Sharding.Sharding).pollStorage)
+                const poll = Context.get(context, Sharding.Sharding).pollStorage
+                limit?.attach(poll)
+                arming?.attach(poll)
                 if (retentionMillis === undefined) return
                 // After the runner: its storage has created the tables the sweeper indexes. A storage that fails
                 // here delays retention (retried every minute), never the runner.
@@ -265,6 +273,8 @@ export interface RunnerOptions {
   readonly armingWindowMillis: number | undefined
   /** How long processed messages are kept; undefined keeps them forever. */
   readonly retentionMillis: number | undefined
+  /** At most this many persisted requests read and not answered; undefined reads everything due at once. */
+  readonly readLimit: number | undefined
 }
 
 /**
@@ -321,11 +331,11 @@ export const layerSocketRunner = <E>(
   )
   return withRunnerServices(
     options,
-    (arming) =>
+    (wrap) =>
       layerRunnerScope(options).pipe(
         Layer.provideMerge(transport),
         Layer.provide(health),
-        Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable, arming)),
+        Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable, wrap)),
         Layer.provide(config),
         Layer.provide(RpcSerialization.layerMsgPack),
         Layer.provideMerge(Layer.succeed(Tables, { prefix: options.prefix }))
@@ -342,11 +352,11 @@ export const layerLocalRunner = <E>(
 ): Layer.Layer<ClusterServices, E, SqlClient.SqlClient> =>
   withRunnerServices(
     options,
-    (arming) =>
+    (wrap) =>
       layerRunnerScope(options).pipe(
         Layer.provideMerge(Sharding.layer),
         Layer.provideMerge(Runners.layerNoop),
-        Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable, arming)),
+        Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable, wrap)),
         Layer.provide(RunnerHealth.layerNoop),
         Layer.provide(layerShardingConfig(options)),
         Layer.provideMerge(Layer.succeed(Tables, { prefix: options.prefix }))

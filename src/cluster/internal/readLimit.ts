@@ -1,0 +1,188 @@
+/**
+ * Paged reads of a backlog: a runner reads at most `limit` persisted requests that are not answered yet.
+ *
+ * @effect/cluster 0.60.2's storage read loop reads every due message of the runner's shards in one statement and
+ * hands each to its entity at once. After a full restart over a backlog (100,000 overdue reminders on as many grains)
+ * that is 100,000 entities and fibers made in one go: the runner's CPU goes to garbage collection, it misses its shard
+ * lock refreshes, its entities are interrupted, and the messages it had marked as read wait ten minutes for another
+ * read (`last_read`). Here the read is wrapped: it claims at most the room left under `limit` (the oldest first, as
+ * @effect/cluster orders them), marking only those as read, and loads them by id through @effect/cluster's own
+ * `unprocessedMessagesById`. Each request handed out is counted until its final reply is saved (its `respond` is
+ * wrapped); a read that filled its room, or found none, asks for the next one when half of `limit` is free again
+ * (`Sharding.pollStorage`). So a backlog is delivered in pages, at the rate the runner answers.
+ *
+ * A request whose answer never comes through this runner's `respond` (its entity was closing, its shard moved, its
+ * handler runs for long) stops counting after `STALE_MILLIS`, so it delays the pages after it, never stops them.
+ * Storage stays the source of truth: a message claimed and not delivered is read again as @effect/cluster reads any
+ * message it marked (when its shard is acquired again, or ten minutes later).
+ *
+ * @internal
+ */
+import { PersistenceError } from "@effect/cluster/ClusterError"
+import * as Message from "@effect/cluster/Message"
+import type * as MessageStorage from "@effect/cluster/MessageStorage"
+import * as Snowflake from "@effect/cluster/Snowflake"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Effect from "effect/Effect"
+import { booleanLiteral } from "./retention.js"
+
+/** How long a request handed out counts against the limit when no final reply comes for it. */
+export const STALE_MILLIS = 30_000
+
+/**
+ * What a read claims: the ids of at most `limit` due, unanswered messages of `shards` not read in the last ten
+ * minutes, the oldest first, each marked as read.
+ */
+export type ClaimQuery = (
+  shards: ReadonlyArray<string>,
+  now: number,
+  limit: number
+) => Effect.Effect<ReadonlyArray<Snowflake.Snowflake>, SqlError>
+
+/** The read limit of one runner. */
+export interface ReadLimit {
+  /** `storage` whose reads of unprocessed messages claim at most the room left under the limit. */
+  readonly wrap: (storage: MessageStorage.MessageStorage["Type"]) => MessageStorage.MessageStorage["Type"]
+  /** Gives the read limit the runner's read trigger (`Sharding.pollStorage`), once Sharding exists. */
+  readonly attach: (poll: Effect.Effect<void>) => void
+  /** How many requests handed out are counted now (tests). */
+  readonly inFlight: () => number
+}
+
+class ReadLimitImpl implements ReadLimit {
+  /** The requests handed out and not answered: request id → when handed out (insertion order is time order). */
+  private readonly handed = new Map<string, number>()
+  /** A read filled its room (or had none): read again once half of the limit is free. */
+  private wanted = false
+  private poll: Effect.Effect<void> = Effect.void
+
+  constructor(
+    private readonly limit: number,
+    private readonly claim: ClaimQuery
+  ) {}
+
+  readonly attach = (poll: Effect.Effect<void>): void => {
+    this.poll = poll
+  }
+
+  readonly inFlight = (): number => this.handed.size
+
+  readonly wrap = (storage: MessageStorage.MessageStorage["Type"]): MessageStorage.MessageStorage["Type"] => ({
+    ...storage,
+    unprocessedMessages: (shardIds) => {
+      const shards = Array.from(shardIds, String)
+      if (shards.length === 0) return Effect.succeed([])
+      return Effect.flatMap(
+        Effect.clockWith((clock) => clock.currentTimeMillis),
+        (now) => {
+          this.dropStale(now)
+          const room = this.limit - this.handed.size
+          if (room <= 0) {
+            this.wanted = true
+            return Effect.succeed([])
+          }
+          return this.claim(shards, now, room).pipe(
+            PersistenceError.refail,
+            Effect.flatMap((ids) => {
+              this.wanted = ids.length >= room
+              return ids.length === 0 ? Effect.succeed([]) : storage.unprocessedMessagesById(ids)
+            }),
+            Effect.map((messages) => messages.map((message) => this.track(message, now)))
+          )
+        }
+      )
+    }
+  })
+
+  /** Counts a request handed out, its `respond` wrapped to stop counting it at its final reply. */
+  private track(message: Message.Incoming<any>, now: number): Message.Incoming<any> {
+    if (message._tag !== "IncomingRequest") return message
+    const key = String(message.envelope.requestId)
+    this.handed.delete(key)
+    this.handed.set(key, now)
+    const respond = message.respond
+    return new Message.IncomingRequest({
+      envelope: message.envelope,
+      lastSentReply: message.lastSentReply,
+      respond: (reply) =>
+        reply.reply._tag === "WithExit" ? Effect.ensuring(respond(reply), this.answered(key)) : respond(reply)
+    })
+  }
+
+  private answered(key: string): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      if (!this.handed.delete(key) || !this.wanted || this.handed.size > this.limit / 2) return Effect.void
+      this.wanted = false
+      return this.poll
+    })
+  }
+
+  /** Stops counting requests handed out `STALE_MILLIS` ago or earlier. */
+  private dropStale(now: number): void {
+    for (const [key, at] of this.handed) {
+      if (now - at < STALE_MILLIS) return
+      this.handed.delete(key)
+    }
+  }
+}
+
+/** A read limit over any claim query (tests give one of their own). */
+export const makeWith = (limit: number, claim: ClaimQuery): ReadLimit => new ReadLimitImpl(limit, claim)
+
+/**
+ * The claim on @effect/cluster's `<prefix>_messages`: the conditions of its own read (unprocessed, no final or
+ * unacknowledged reply, not read in the last ten minutes, due), ordered as it orders them (`rowid`), with a limit.
+ */
+const claimQuery = (sql: SqlClient.SqlClient, prefix: string): ClaimQuery => {
+  const messages = sql(`${prefix}_messages`)
+  const replies = sql(`${prefix}_replies`)
+  const no = booleanLiteral(sql, false)
+  const pending = (shards: ReadonlyArray<string>, now: number) =>
+    sql`${sql.in("shard_id", shards)}
+      AND processed = ${no}
+      AND NOT EXISTS (
+        SELECT 1 FROM ${replies} r WHERE r.request_id = c.request_id AND (r.kind = 0 OR r.acked = ${no})
+      )
+      AND (deliver_at IS NULL OR deliver_at <= ${now})`
+  const ids = (rows: ReadonlyArray<{ readonly id: string | bigint | number }>) =>
+    rows.map((row) => Snowflake.Snowflake(typeof row.id === "number" ? BigInt(row.id) : row.id))
+  return sql.onDialectOrElse({
+    pg: () => (shards, now, limit) =>
+      Effect.map(
+        // The claim in a materialized CTE, evaluated once: as a subquery of UPDATE ... FROM it can be scanned again
+        // for each row joined, and each scan skips the rows this statement already updated, so its LIMIT takes the
+        // next ones (seen: 10 rows claimed under a limit of 4).
+        sql<{ readonly id: string }>`
+          WITH claimed AS MATERIALIZED (
+            SELECT c.id FROM ${messages} c
+            WHERE ${pending(shards, now)}
+            AND (c.last_read IS NULL OR c.last_read < NOW() - INTERVAL '10 minutes')
+            ORDER BY c.rowid LIMIT ${limit}
+            FOR UPDATE
+          )
+          UPDATE ${messages} m SET last_read = NOW()
+          FROM claimed
+          WHERE m.id = claimed.id
+          RETURNING m.id`,
+        ids
+      ),
+    orElse: () => (shards, now, limit) =>
+      Effect.map(
+        sql<{ readonly id: bigint }>`
+          UPDATE ${messages} SET last_read = CURRENT_TIMESTAMP
+          WHERE id IN (
+            SELECT c.id FROM ${messages} c
+            WHERE ${pending(shards, now)}
+            AND (c.last_read IS NULL OR c.last_read < DATETIME('now', '-10 minute'))
+            ORDER BY +c.id LIMIT ${limit}
+          )
+          RETURNING id`,
+        ids
+      ).pipe(Effect.provideService(SqlClient.SafeIntegers, true))
+  })
+}
+
+/** The read limit of a runner over `sql`, for @effect/cluster's tables under `prefix`. */
+export const make = (sql: SqlClient.SqlClient, prefix: string, limit: number): ReadLimit =>
+  makeWith(limit, claimQuery(sql.withoutTransforms(), prefix))
