@@ -332,6 +332,53 @@ for (const backend of backends) {
         )
       })
 
+      it.scoped.skipIf(backend.name !== "pg")(
+        "reminders: a delivery's write commits without waiting for the WAL flush (the reply's commit makes it durable); registration waits",
+        () =>
+          Effect.gen(function* () {
+            const { startRunner } = yield* setup
+            woken.length = 0
+            const runner = yield* startRunner(1)
+            const sql = Context.get(runner.context, SqlClient.SqlClient)
+            const { prefix } = Context.get(runner.context, ClusterRunner.Tables)
+            const grains = yield* Layer.buildWithScope(
+              ClusterGrain.layer([AlarmGrain]).pipe(
+                Layer.provideMerge(Reminders.layer()),
+                Layer.provideMerge(ActorSystem.layer({ name: "runner-1" }))
+              ),
+              runner.scope
+            ).pipe(Effect.provide(runner.context))
+            // What each write of a reminder row saw as its transaction's synchronous_commit, in order.
+            yield* sql.unsafe(`CREATE TABLE "${prefix}_seen" (n SERIAL, op TEXT, setting TEXT)`)
+            yield* sql.unsafe(`CREATE FUNCTION "${prefix}_seen"() RETURNS trigger LANGUAGE plpgsql AS
+              'BEGIN INSERT INTO "${prefix}_seen" (op, setting) VALUES (TG_OP, current_setting(''synchronous_commit''));
+               RETURN NULL; END'`)
+            yield* sql.unsafe(`CREATE TRIGGER "${prefix}_seen" AFTER INSERT OR UPDATE OR DELETE
+              ON "${prefix}_tickwork_reminders" FOR EACH ROW EXECUTE FUNCTION "${prefix}_seen"()`)
+            const info = yield* Effect.fork(
+              Reminders.registerFor(AlarmGrain, "w-1", "wal", { _tag: "Wake" }, Reminders.after("3 seconds")).pipe(
+                Effect.provide(grains)
+              )
+            )
+            yield* advance(2)
+            yield* Fiber.join(info)
+            yield* advance(3)
+            assert.deepStrictEqual(
+              woken.map(([key]) => key),
+              ["w-1"]
+            )
+            const seen = yield* sql<{ readonly op: string; readonly setting: string }>`
+              SELECT op, setting FROM ${sql(`${prefix}_seen`)} ORDER BY n`
+            // The registration's insert waited for its commit to be durable; the one-shot's removal at its
+            // delivery did not.
+            assert.deepStrictEqual(
+              seen.map(({ op, setting }) => `${op} ${setting}`),
+              ["INSERT on", "DELETE off"]
+            )
+            yield* Scope.close(runner.scope, Exit.void)
+          })
+      )
+
       it.scoped("reminders: a registered reminder survives its runner and fires once, on time, on the next", () =>
         Effect.gen(function* () {
           const { startRunner } = yield* setup

@@ -2,11 +2,14 @@
  * The read limit (src/cluster/internal/readLimit.ts) over a scripted claim and storage: what a read claims, when the
  * next read is asked for, what counts as an answer. The conformance suite runs it on SQLite and PostgreSQL.
  */
+import { PersistenceError } from "@effect/cluster/ClusterError"
 import * as Message from "@effect/cluster/Message"
 import type * as MessageStorage from "@effect/cluster/MessageStorage"
 import type * as Reply from "@effect/cluster/Reply"
 import * as ShardId from "@effect/cluster/ShardId"
 import * as Snowflake from "@effect/cluster/Snowflake"
+import { SqlClient } from "@effect/sql"
+import { SqliteClient } from "@effect/sql-sqlite-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import * as ReadLimit from "../../src/cluster/internal/readLimit.js"
@@ -131,6 +134,71 @@ describe("read limit", () => {
       assert.deepStrictEqual(claims, [])
       assert.deepStrictEqual(yield* storage.unprocessedMessages([ShardId.make("default", 1)]), [envelope])
       assert.strictEqual(readLimit.inFlight(), 0)
+    })
+  )
+})
+
+describe("final replies saved together", () => {
+  /**
+   * A runner's read limit over in-memory SQLite and a scripted storage of `n` requests, each `respond` recording
+   * whether it ran inside a transaction (a batch) and failing for the ids in `refused`.
+   */
+  const batched = (n: number, refused: ReadonlySet<number>) =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const calls: Array<[number, boolean]> = []
+      const readLimit = yield* ReadLimit.make(sql, "cluster", undefined)
+      const respondFor = (id: number) => (_reply: Reply.ReplyWithContext<any>) =>
+        Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) => {
+          calls.push([id, transaction._tag === "Some"])
+          return refused.has(id) ? Effect.fail(new PersistenceError({ cause: `refused ${id}` })) : Effect.void
+        })
+      const storage = readLimit.wrap({
+        unprocessedMessages: () =>
+          Effect.succeed(
+            Array.from(
+              { length: n },
+              (_, i) =>
+                new Message.IncomingRequest({
+                  envelope: { _tag: "Request", requestId: Snowflake.Snowflake(BigInt(i + 1)) } as any,
+                  lastSentReply: { _tag: "None" } as any,
+                  respond: respondFor(i + 1)
+                })
+            )
+          )
+      } as unknown as MessageStorage.MessageStorage["Type"])
+      const messages = (yield* storage.unprocessedMessages([ShardId.make("default", 1)])) as Array<
+        Message.IncomingRequest<any>
+      >
+      // All answered at once, as entities finishing together do.
+      const results = yield* Effect.all(
+        messages.map((message) => Effect.either(message.respond(reply("WithExit")))),
+        { concurrency: "unbounded" }
+      )
+      return { calls, results }
+    }).pipe(Effect.provide(SqliteClient.layer({ filename: ":memory:" })))
+
+  it.scoped("replies answered together share one transaction; each caller resumes once it committed", () =>
+    Effect.gen(function* () {
+      const { calls, results } = yield* batched(6, new Set())
+      assert.isTrue(results.every((result) => result._tag === "Right"))
+      assert.deepStrictEqual(calls.map(([id]) => id).sort(), [1, 2, 3, 4, 5, 6])
+      // The first is written at once, alone; those answered while it was written share the next transaction.
+      assert.isAtLeast(calls.filter(([, inTransaction]) => inTransaction).length, 2)
+    })
+  )
+
+  it.scoped("a reply storage refuses fails alone: its transaction is saved again one reply at a time", () =>
+    Effect.gen(function* () {
+      const { calls, results } = yield* batched(6, new Set([4]))
+      assert.deepStrictEqual(
+        results.map((result) => result._tag),
+        ["Right", "Right", "Right", "Left", "Right", "Right"]
+      )
+      // Every other reply was saved (its last call succeeded); the batch with 4 was tried again item by item.
+      const last = new Map(calls.map(([id, inTransaction]) => [id, inTransaction]))
+      assert.strictEqual(last.size, 6)
+      assert.isAbove(calls.length, 6)
     })
   )
 })

@@ -18,13 +18,16 @@
  *
  * @internal
  */
-import { PersistenceError } from "@effect/cluster/ClusterError"
+import { type MalformedMessage, PersistenceError } from "@effect/cluster/ClusterError"
 import * as Message from "@effect/cluster/Message"
 import type * as MessageStorage from "@effect/cluster/MessageStorage"
+import type * as Reply from "@effect/cluster/Reply"
 import * as Snowflake from "@effect/cluster/Snowflake"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import * as GroupCommit from "./groupCommit.js"
 import { booleanLiteral } from "./retention.js"
 
 /** How long a request handed out counts against the limit when no final reply comes for it. */
@@ -50,6 +53,15 @@ export interface ReadLimit {
   readonly inFlight: () => number
 }
 
+/** A final reply to save: the request's own `respond` and the reply. */
+interface Answer {
+  readonly respond: Message.IncomingRequest<any>["respond"]
+  readonly reply: Reply.ReplyWithContext<any>
+}
+
+/** Final replies saved in one transaction at most (PostgreSQL: each is a savepoint, a subtransaction; 64 overflow). */
+const REPLY_BATCH = 32
+
 class ReadLimitImpl implements ReadLimit {
   /** The requests handed out and not answered: request id → when handed out (insertion order is time order). */
   private readonly handed = new Map<string, number>()
@@ -58,8 +70,10 @@ class ReadLimitImpl implements ReadLimit {
   private poll: Effect.Effect<void> = Effect.void
 
   constructor(
-    private readonly limit: number,
-    private readonly claim: ClaimQuery
+    /** Undefined: no limit (each read takes everything due, as @effect/cluster's own read does). */
+    private readonly limit: number | undefined,
+    private readonly claim: ClaimQuery,
+    private readonly replies: GroupCommit.GroupCommit<Answer, void, MalformedMessage | PersistenceError> | undefined
   ) {}
 
   readonly attach = (poll: Effect.Effect<void>): void => {
@@ -71,13 +85,19 @@ class ReadLimitImpl implements ReadLimit {
   readonly wrap = (storage: MessageStorage.MessageStorage["Type"]): MessageStorage.MessageStorage["Type"] => ({
     ...storage,
     unprocessedMessages: (shardIds) => {
+      const limit = this.limit
+      if (limit === undefined) {
+        return Effect.map(storage.unprocessedMessages(shardIds), (messages) =>
+          messages.map((message) => this.track(message, 0))
+        )
+      }
       const shards = Array.from(shardIds, String)
       if (shards.length === 0) return Effect.succeed([])
       return Effect.flatMap(
         Effect.clockWith((clock) => clock.currentTimeMillis),
         (now) => {
           this.dropStale(now)
-          const room = this.limit - this.handed.size
+          const room = limit - this.handed.size
           if (room <= 0) {
             this.wanted = true
             return Effect.succeed([])
@@ -95,24 +115,31 @@ class ReadLimitImpl implements ReadLimit {
     }
   })
 
-  /** Counts a request handed out, its `respond` wrapped to stop counting it at its final reply. */
+  /**
+   * A request handed out, its `respond` wrapped: its final reply is saved with others answered meanwhile (one
+   * transaction), and, under a limit, it counts until then.
+   */
   private track(message: Message.Incoming<any>, now: number): Message.Incoming<any> {
     if (message._tag !== "IncomingRequest") return message
     const key = String(message.envelope.requestId)
-    this.handed.delete(key)
-    this.handed.set(key, now)
+    if (this.limit !== undefined) {
+      this.handed.delete(key)
+      this.handed.set(key, now)
+    }
     const respond = message.respond
+    const replies = this.replies
+    const save = replies === undefined ? respond : (reply: Answer["reply"]) => replies.submit({ respond, reply })
     return new Message.IncomingRequest({
       envelope: message.envelope,
       lastSentReply: message.lastSentReply,
       respond: (reply) =>
-        reply.reply._tag === "WithExit" ? Effect.ensuring(respond(reply), this.answered(key)) : respond(reply)
+        reply.reply._tag === "WithExit" ? Effect.ensuring(save(reply), this.answered(key)) : respond(reply)
     })
   }
 
   private answered(key: string): Effect.Effect<void> {
     return Effect.suspend(() => {
-      if (!this.handed.delete(key) || !this.wanted || this.handed.size > this.limit / 2) return Effect.void
+      if (!this.handed.delete(key) || !this.wanted || this.handed.size > this.limit! / 2) return Effect.void
       this.wanted = false
       return this.poll
     })
@@ -127,8 +154,9 @@ class ReadLimitImpl implements ReadLimit {
   }
 }
 
-/** A read limit over any claim query (tests give one of their own). */
-export const makeWith = (limit: number, claim: ClaimQuery): ReadLimit => new ReadLimitImpl(limit, claim)
+/** A read limit over any claim query (tests give one of their own), saving each final reply alone. */
+export const makeWith = (limit: number | undefined, claim: ClaimQuery): ReadLimit =>
+  new ReadLimitImpl(limit, claim, undefined)
 
 /**
  * The claim on @effect/cluster's `<prefix>_messages`: the conditions of its own read (unprocessed, no final or
@@ -183,6 +211,34 @@ const claimQuery = (sql: SqlClient.SqlClient, prefix: string): ClaimQuery => {
   })
 }
 
-/** The read limit of a runner over `sql`, for @effect/cluster's tables under `prefix`. */
-export const make = (sql: SqlClient.SqlClient, prefix: string, limit: number): ReadLimit =>
-  makeWith(limit, claimQuery(sql.withoutTransforms(), prefix))
+/**
+ * The read limit of a runner over `sql`, for @effect/cluster's tables under `prefix` (`limit` undefined: none), whose
+ * final replies are saved together: the replies of requests answered while a transaction of replies is written go
+ * in the next one (up to `REPLY_BATCH`), one commit for all, each with @effect/cluster's own `saveReply` statements.
+ * Each caller resumes when its transaction committed; a failed transaction saves its replies again one by one, so
+ * a reply storage refuses fails alone (`groupCommit.ts`). A client waiting on this runner for a reply is told when its
+ * statements ran, before the commit: if the commit then fails and so does saving it alone, the request stays
+ * unprocessed and is delivered again (at least once, as any unanswered request).
+ */
+export const make = (
+  sql: SqlClient.SqlClient,
+  prefix: string,
+  limit: number | undefined
+): Effect.Effect<ReadLimit, never, Scope.Scope> =>
+  Effect.map(
+    GroupCommit.make<Answer, void, MalformedMessage | PersistenceError, never>({
+      maxBatch: REPLY_BATCH,
+      write: (answers) =>
+        answers.length === 1
+          ? Effect.as(answers[0]!.respond(answers[0]!.reply), [undefined])
+          : Effect.as(
+              sql.withTransaction(Effect.forEach(answers, (answer) => answer.respond(answer.reply), { discard: true })),
+              answers.map(() => undefined)
+            ).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(new PersistenceError({ cause: error })))),
+      closed: (when) =>
+        new PersistenceError({
+          cause: `the runner is closing: the reply was ${when === "queued" ? "not" : "maybe"} saved`
+        })
+    }),
+    (replies) => new ReadLimitImpl(limit, claimQuery(sql.withoutTransforms(), prefix), replies)
+  )

@@ -196,57 +196,55 @@ export const layerClusterStorage = <E>(
 type StorageWrap = (storage: MessageStorage.MessageStorage["Type"]) => MessageStorage.MessageStorage["Type"]
 
 /**
- * A runner's layers with what tickwork adds to @effect/cluster's: the read limit (`readLimit.ts`) when `readLimit` is
- * set and local arming (`arming.ts`) when `armingWindowMillis` is (the messages storage is wrapped by both, and both
- * are given the read trigger of the runner's `Sharding`), and the retention sweeper (`retention.ts`) when
- * `retentionMillis` is.
+ * A runner's layers with what tickwork adds to @effect/cluster's: the read limit and batched replies
+ * (`readLimit.ts`), local arming (`arming.ts`) when `armingWindowMillis` is set (the messages storage is wrapped by
+ * both, and both are given the read trigger of the runner's `Sharding`), and the retention sweeper (`retention.ts`)
+ * when `retentionMillis` is.
  */
 const withRunnerServices = <E, R>(
   options: RunnerOptions,
-  runner: (wrap: StorageWrap | undefined) => Layer.Layer<ClusterServices, E, R>
+  runner: (wrap: StorageWrap) => Layer.Layer<ClusterServices, E, R>
 ): Layer.Layer<ClusterServices, E, R | SqlClient.SqlClient> =>
-  options.armingWindowMillis === undefined && options.retentionMillis === undefined && options.readLimit === undefined
-    ? runner(undefined)
-    : Layer.unwrapScoped(
-        Effect.gen(function* () {
-          const sql = yield* SqlClient.SqlClient
-          const scope = yield* Effect.scope
-          const limit =
-            options.readLimit === undefined ? undefined : ReadLimit.make(sql, options.prefix, options.readLimit)
-          const arming =
-            options.armingWindowMillis === undefined
-              ? undefined
-              : yield* Arming.make(sql, options.prefix, options.armingWindowMillis)
-          const wrappers = [limit?.wrap, arming?.wrap].filter((wrap) => wrap !== undefined)
-          const wrap: StorageWrap | undefined =
-            wrappers.length === 0 ? undefined : (storage) => wrappers.reduce((inner, next) => next(inner), storage)
-          const retentionMillis = options.retentionMillis
-          return runner(wrap).pipe(
-            Layer.tap((context) =>
-              Effect.gen(function* () {
-                const poll = Context.get(context, Sharding.Sharding).pollStorage
-                limit?.attach(poll)
-                arming?.attach(poll)
-                if (retentionMillis === undefined) return
-                // After the runner: its storage has created the tables the sweeper indexes. A storage that fails
-                // here delays retention (retried every minute), never the runner.
-                const sweeper = Retention.make(sql, options.prefix, retentionMillis).pipe(
-                  Effect.tapErrorCause((cause) =>
-                    Effect.logWarning("retention: could not prepare the sweeper, retrying in a minute", cause)
-                  ),
-                  Effect.retry(Schedule.spaced("1 minute"))
-                )
-                yield* Effect.forkIn(
-                  Effect.flatMap(sweeper, (ready) => ready.run).pipe(
-                    Effect.annotateLogs({ module: "ClusterRunner", fiber: "retention" })
-                  ),
-                  scope
-                )
-              })
+  Layer.unwrapScoped(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const scope = yield* Effect.scope
+      const limit = yield* ReadLimit.make(sql, options.prefix, options.readLimit)
+      const arming =
+        options.armingWindowMillis === undefined
+          ? undefined
+          : yield* Arming.make(sql, options.prefix, options.armingWindowMillis)
+      const wrap: StorageWrap = (storage) => {
+        const limited = limit.wrap(storage)
+        return arming === undefined ? limited : arming.wrap(limited)
+      }
+      const retentionMillis = options.retentionMillis
+      return runner(wrap).pipe(
+        Layer.tap((context) =>
+          Effect.gen(function* () {
+            const poll = Context.get(context, Sharding.Sharding).pollStorage
+            limit.attach(poll)
+            arming?.attach(poll)
+            if (retentionMillis === undefined) return
+            // After the runner: its storage has created the tables the sweeper indexes. A storage that fails
+            // here delays retention (retried every minute), never the runner.
+            const sweeper = Retention.make(sql, options.prefix, retentionMillis).pipe(
+              Effect.tapErrorCause((cause) =>
+                Effect.logWarning("retention: could not prepare the sweeper, retrying in a minute", cause)
+              ),
+              Effect.retry(Schedule.spaced("1 minute"))
             )
-          )
-        })
+            yield* Effect.forkIn(
+              Effect.flatMap(sweeper, (ready) => ready.run).pipe(
+                Effect.annotateLogs({ module: "ClusterRunner", fiber: "retention" })
+              ),
+              scope
+            )
+          })
+        )
       )
+    })
+  )
 
 /**
  * The runner's sharding config. @effect/cluster 0.60.2 numbers its PostgreSQL advisory locks by shard only, not by
