@@ -46,6 +46,8 @@ const SYSTEMS = (process.env.SYSTEMS ?? "t,p").split(",") as Array<System>
 const N = Number(process.env.N ?? "5000")
 const AHEAD = { t: Number(process.env.AHEAD_T ?? "20000"), p: Number(process.env.AHEAD_P ?? "40000") }
 const PROFILE = process.env.PROFILE !== "0"
+/** TRACE=0: no SQL trace preload (its cost is ~2-5% of the runner's CPU; statement counts then unavailable). */
+const TRACE = process.env.TRACE !== "0"
 const RUNNER_ENV = JSON.parse(process.env.RUNNER_ENV ?? "{}") as Record<string, string>
 const OUT = path.resolve(
   process.env.OUT ?? `bench-results/restart-profile-${new Date().toISOString().replace(/[:.]/g, "-")}`
@@ -59,7 +61,7 @@ process.env.TICKWORK_BENCH_RUNNER_NODE_ARGS = [
   process.env.TICKWORK_BENCH_RUNNER_NODE_ARGS ?? "",
   PROFILE ? `--cpu-prof --cpu-prof-dir=${OUT}` : "",
   process.env.PROF_ARGS ?? "",
-  `--import=${preload}`
+  TRACE ? `--import=${preload}` : ""
 ].join(" ")
 const { Deliveries, kill, startRunner, stop, tempDir } = await import("./cluster-process.js")
 
@@ -75,9 +77,9 @@ const uptime = (): string => fs.readFileSync("/proc/loadavg", "utf8").split(" ")
 
 const CLK_TCK = 100
 /** CPU seconds (user + system) a process has used, undefined once it is gone. */
-const cpuOf = (pid: number): number | undefined => {
+const cpuOf = (pid: number, thread = false): number | undefined => {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    const stat = fs.readFileSync(thread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, "utf8")
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
     return (Number(fields[11]) + Number(fields[12])) / CLK_TCK
   } catch {
@@ -94,6 +96,8 @@ const machine = (): { busy: number; total: number } => {
 interface Sample {
   readonly mono: number
   readonly runnerCpu: number
+  /** The runner's main thread alone (JavaScript; the rest is GC helper threads and libuv). */
+  readonly runnerMainCpu: number
   readonly pgCpu: number
   readonly busy: number
   readonly total: number
@@ -161,6 +165,7 @@ const sampler = async (runnerPid: () => number | undefined, storage: Storage) =>
       samples.push({
         mono: monoMicros(),
         runnerCpu: pid === undefined ? Number.NaN : (cpuOf(pid) ?? Number.NaN),
+        runnerMainCpu: pid === undefined ? Number.NaN : (cpuOf(pid, true) ?? Number.NaN),
         pgCpu: Array.from(pgCpu.values()).reduce((a, b) => a + b, 0),
         busy: m.busy,
         total: m.total,
@@ -357,6 +362,16 @@ const runOne = async (kind: "pg" | "sqlite", system: System) => {
         `${fmt((0.8 * delivered) / ((t90 - t10) / 1000), 0)}/s; processed ${fmt(N / ((p100! - readyMono) / 1e6), 0)}/s ` +
         `from ready to all, steady (p10-p90) ${fmt(steady, 0)}/s over ${fmt((w1 - w0) / 1000, 0)} ms; load ${uptime()}`
     )
+    // Processed per second since ready: the backlog's intake (no message processed yet) shows as leading zeros.
+    const perSecond: Array<number> = []
+    let previous: Sample | undefined
+    for (const sample of sampling.samples) {
+      if (Number.isNaN(sample.processed)) continue
+      const second = Math.floor((sample.mono - readyMono) / 1e6)
+      if (previous !== undefined && second >= 0) perSecond[second] = (perSecond[second] ?? 0) + sample.processed - previous.processed
+      previous = sample
+    }
+    log(`processed per second since ready: ${Array.from(perSecond, (n) => n ?? 0).join(" ")}`)
     // CPU within the steady window.
     const s0 = at(sampling.samples, w0)
     const s1 = at(sampling.samples, w1)
@@ -368,7 +383,9 @@ const runOne = async (kind: "pg" | "sqlite", system: System) => {
     const machineBusy = (s1.busy - s0.busy) / (s1.total - s0.total)
     log(
       `cpu in the window: runner ${fmt(((s1.runnerCpu - s0.runnerCpu) / seconds) * 100, 0)}% of a core ` +
-        `(${fmt(((s1.runnerCpu - s0.runnerCpu) * 1e6) / inWindow, 0)} µs/delivery)` +
+        `(${fmt(((s1.runnerCpu - s0.runnerCpu) * 1e6) / inWindow, 0)} µs/delivery; main thread ` +
+        `${fmt(((s1.runnerMainCpu - s0.runnerMainCpu) / seconds) * 100, 0)}%, ` +
+        `${fmt(((s1.runnerMainCpu - s0.runnerMainCpu) * 1e6) / inWindow, 0)} µs/delivery)` +
         (kind === "pg"
           ? `, PostgreSQL backends ${fmt(((s1.pgCpu - s0.pgCpu) / seconds) * 100, 0)}% of a core ` +
             `(${fmt(((s1.pgCpu - s0.pgCpu) * 1e6) / inWindow, 0)} µs/delivery)`
@@ -429,8 +446,10 @@ const runOne = async (kind: "pg" | "sqlite", system: System) => {
         )
       }
     }
-    sqlReport(windowed, inWindow, "in the steady window")
-    sqlReport(whole, N, "from ready to the last processed")
+    if (TRACE) {
+      sqlReport(windowed, inWindow, "in the steady window")
+      sqlReport(whole, N, "from ready to the last processed")
+    }
     // Profile.
     let profileSummary: ReturnType<typeof summarize> | undefined
     if (PROFILE) {
