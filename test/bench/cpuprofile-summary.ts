@@ -72,7 +72,12 @@ export interface Summary {
 }
 
 /** Self time (µs) by package and by function of the samples taken within [from, to] (the whole profile if unset). */
-export const summarize = (profile: Profile, from = -Infinity, to = Infinity, inclusiveOf: Array<string> = []): Summary => {
+export const summarize = (
+  profile: Profile,
+  from = -Infinity,
+  to = Infinity,
+  inclusiveOf: Array<string> = []
+): Summary => {
   const byId = new Map<number, ProfileNode>()
   const parent = new Map<number, number>()
   for (const node of profile.nodes) {

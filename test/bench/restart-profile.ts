@@ -21,8 +21,8 @@
  * the SQL traces and report.json to OUT.
  */
 import * as fs from "node:fs"
-import * as path from "node:path"
 import { createRequire } from "node:module"
+import * as path from "node:path"
 import type { Deliveries as DeliveriesT, RunnerProcess, Storage, System } from "./cluster-process.js"
 import { render, summarize } from "./cpuprofile-summary.js"
 
@@ -38,7 +38,10 @@ interface SqliteDatabase {
 }
 const require = createRequire(import.meta.url)
 const pg = require("pg") as { readonly Client: new (options: { readonly connectionString: string }) => PgClient }
-const Database = require("better-sqlite3") as new (file: string, options: { readonly readonly: boolean }) => SqliteDatabase
+const Database = require("better-sqlite3") as new (
+  file: string,
+  options: { readonly readonly: boolean }
+) => SqliteDatabase
 
 const PG_URL = process.env.TICKWORK_BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/tickwork_bench"
 const STORAGES = (process.env.STORAGES ?? "pg,sqlite").split(",") as Array<"pg" | "sqlite">
@@ -368,7 +371,8 @@ const runOne = async (kind: "pg" | "sqlite", system: System) => {
     for (const sample of sampling.samples) {
       if (Number.isNaN(sample.processed)) continue
       const second = Math.floor((sample.mono - readyMono) / 1e6)
-      if (previous !== undefined && second >= 0) perSecond[second] = (perSecond[second] ?? 0) + sample.processed - previous.processed
+      if (previous !== undefined && second >= 0)
+        perSecond[second] = (perSecond[second] ?? 0) + sample.processed - previous.processed
       previous = sample
     }
     log(`processed per second since ready: ${Array.from(perSecond, (n) => n ?? 0).join(" ")}`)
@@ -395,7 +399,13 @@ const runOne = async (kind: "pg" | "sqlite", system: System) => {
     if (kind === "pg") {
       log(
         `pg_stat_activity (100 ms samples in the window): backends ${fmt(mean((s) => s.backends))}, active ` +
-          `${fmt(mean((s) => s.active), 2)}, idle in transaction ${fmt(mean((s) => s.idleInTx), 2)}; active by wait: ` +
+          `${fmt(
+            mean((s) => s.active),
+            2
+          )}, idle in transaction ${fmt(
+            mean((s) => s.idleInTx),
+            2
+          )}; active by wait: ` +
           Object.entries(waits)
             .sort((a, b) => b[1] - a[1])
             .map(([k, v]) => `${k} ${fmt(v / Math.max(1, inSamples.length), 2)}`)
@@ -440,7 +450,9 @@ const runOne = async (kind: "pg" | "sqlite", system: System) => {
           `durable commits/delivery; reads outside a transaction ${fmt(autocommitReads / per, 2)}/delivery; ` +
           `${kind === "pg" ? "round-trip" : "driver"} time ${fmt(micros / 1000 / per, 2)} ms/delivery (summed)`
       )
-      for (const [shape, e] of Array.from(shapes).sort((a, b) => b[1].count - a[1].count).slice(0, 20)) {
+      for (const [shape, e] of Array.from(shapes)
+        .sort((a, b) => b[1].count - a[1].count)
+        .slice(0, 20)) {
         log(
           `  ${fmt(e.count / per, 3).padStart(7)}/delivery ${fmt(e.micros / e.count / 1000, 2).padStart(7)} ms avg  ${shape}`
         )
@@ -454,7 +466,10 @@ const runOne = async (kind: "pg" | "sqlite", system: System) => {
     let profileSummary: ReturnType<typeof summarize> | undefined
     if (PROFILE) {
       // The runner's main thread writes the first profile (.001); tsx's loader thread another.
-      const files = fs.readdirSync(OUT).filter((f) => f.endsWith(".cpuprofile") && f.includes(`.${pid}.`)).sort()
+      const files = fs
+        .readdirSync(OUT)
+        .filter((f) => f.endsWith(".cpuprofile") && f.includes(`.${pid}.`))
+        .sort()
       for (const extra of files.slice(1)) fs.rmSync(path.join(OUT, extra))
       const file = files[0]
       if (file === undefined) log("no profile written")
