@@ -3,7 +3,8 @@
  * reminders (issue 20's recovery), profiled.
  *
  * For each storage (PostgreSQL, SQLite) and system (t: tickwork reminders, p: plain @effect/cluster persisted
- * messages with `DeliverAt`), on fresh storage:
+ * messages with `DeliverAt`), on fresh storage (it DROPS the `cluster*` tables of the database in the URL: give it a
+ * scratch database):
  * 1. one runner (test/bench/cluster-runner.ts) registers N (5,000) of them on N distinct grains (entities), all due
  *    AHEAD ms ahead (tickwork: `registerManyFor`, 1,000 a call; plain: sends, 50 in flight);
  * 2. it is SIGKILLed before they are due; once all are overdue (+2 s) a new runner starts, with `--cpu-prof` and a
