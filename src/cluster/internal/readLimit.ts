@@ -16,6 +16,10 @@
  * Storage stays the source of truth: a message claimed and not delivered is read again as @effect/cluster reads any
  * message it marked (when its shard is acquired again, or ten minutes later).
  *
+ * The same `respond` wrapper saves final replies together (`make`): @effect/cluster saves each in a transaction of
+ * its own, one durable commit per request; replies answered while one transaction of them is written share the next.
+ * It applies with or without a limit.
+ *
  * @internal
  */
 import { type MalformedMessage, PersistenceError } from "@effect/cluster/ClusterError"
