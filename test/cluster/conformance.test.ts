@@ -5,7 +5,7 @@
  */
 import { ClusterSchema, DeliverAt, Entity } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import {
   Clock,
@@ -23,6 +23,7 @@ import {
 } from "effect"
 import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, ClusterScheduler, Reminders } from "tickwork/cluster"
+import * as ReadLimit from "../../src/cluster/internal/readLimit.js"
 import {
   advance as advanceClock,
   dropPrefixTables,
@@ -296,6 +297,52 @@ for (const backend of backends) {
               })
             return { started, gate, ids, until }
           })
+
+        it.scoped("the claim marks at most its limit, the oldest first; a release takes the marks off", () =>
+          Effect.gen(function* () {
+            const { startRunner } = yield* setup
+            const runner = yield* startRunner(1)
+            yield* Layer.buildWithScope(Probe.toLayer({ due: () => Effect.void }), runner.scope).pipe(
+              Effect.provide(runner.context)
+            )
+            const client = yield* Probe.client.pipe(Effect.provide(runner.context))
+            // Due far ahead: no read of the runner takes them; the claims below pass a later "now".
+            const ids = ["c0", "c1", "c2", "c3", "c4"]
+            const sends = yield* Effect.fork(
+              Effect.forEach(ids, (id) => client(id).due(new Due({ id, at: 1e12 }), { discard: true }), {
+                discard: true
+              })
+            )
+            yield* advance(5)
+            yield* Fiber.join(sends)
+            const sql = Context.get(runner.context, SqlClient.SqlClient).withoutTransforms()
+            const { prefix } = Context.get(runner.context, ClusterRunner.Tables)
+            const messages = sql(`${prefix}_messages`)
+            const shards = (yield* sql<{ readonly shard_id: string }>`SELECT DISTINCT shard_id FROM ${messages}`).map(
+              (row) => row.shard_id
+            )
+            /** The probe ids (payload) of `claimed`, and of every message marked as read, in send order. */
+            const probeIds = (where: Statement.Fragment) =>
+              Effect.map(
+                sql<{ readonly payload: string }>`SELECT payload FROM ${messages} WHERE ${where} ORDER BY id`,
+                (rows) => rows.map((row) => (JSON.parse(row.payload) as { id: string }).id)
+              )
+            const claim = ReadLimit.claimQuery(sql, prefix)
+            const first = yield* claim(shards, 2e12, 2)
+            assert.deepStrictEqual(yield* probeIds(sql.in("id", first.map(String))), ["c0", "c1"])
+            assert.deepStrictEqual(yield* probeIds(sql`last_read IS NOT NULL`), ["c0", "c1"])
+            const second = yield* claim(shards, 2e12, 2)
+            assert.deepStrictEqual(yield* probeIds(sql.in("id", second.map(String))), ["c2", "c3"])
+            // Not yet due at the runner's time: nothing.
+            assert.deepStrictEqual(yield* claim(shards, 1e12 - 1, 2), [])
+            yield* ReadLimit.releaseQuery(sql, prefix)(first.map(String))
+            assert.deepStrictEqual(yield* probeIds(sql`last_read IS NOT NULL`), ["c2", "c3"])
+            // Released, they are claimed again (the oldest first).
+            const third = yield* claim(shards, 2e12, 10)
+            assert.deepStrictEqual(yield* probeIds(sql.in("id", third.map(String))), ["c0", "c1", "c4"])
+            yield* Scope.close(runner.scope, Exit.void)
+          })
+        )
 
         it.scoped("the oldest first, the next page as answers come", () =>
           Effect.gen(function* () {

@@ -35,14 +35,25 @@ const scripted = (limit: number, backlog: number) => {
   let next = 1
   const claims: Array<number> = []
   const answered: Array<string> = []
+  const released: Array<ReadonlyArray<string>> = []
+  /** Ids released and not claimed yet: claimed again first (they are the oldest). */
+  const again: Array<string> = []
   let polls = 0
-  const readLimit = ReadLimit.makeWith(limit, (_shards, _now, room) =>
-    Effect.sync(() => {
-      claims.push(room)
-      const ids: Array<Snowflake.Snowflake> = []
-      while (ids.length < room && next <= backlog) ids.push(Snowflake.Snowflake(BigInt(next++)))
-      return ids
-    })
+  const readLimit = ReadLimit.makeWith(
+    limit,
+    (_shards, _now, room) =>
+      Effect.sync(() => {
+        claims.push(room)
+        const ids: Array<Snowflake.Snowflake> = []
+        while (ids.length < room && again.length > 0) ids.push(Snowflake.Snowflake(again.shift()!))
+        while (ids.length < room && next <= backlog) ids.push(Snowflake.Snowflake(BigInt(next++)))
+        return ids
+      }),
+    (ids) =>
+      Effect.sync(() => {
+        released.push(ids)
+        again.push(...ids)
+      })
   )
   readLimit.attach(Effect.sync(() => polls++))
   const storage = readLimit.wrap({
@@ -50,7 +61,7 @@ const scripted = (limit: number, backlog: number) => {
       Effect.succeed(Array.from(ids, (id) => request(id, answered)))
   } as unknown as MessageStorage.MessageStorage["Type"])
   const read = storage.unprocessedMessages([ShardId.make("default", 1)])
-  return { readLimit, storage, read, claims, answered, polls: () => polls }
+  return { readLimit, storage, read, claims, answered, released, polls: () => polls }
 }
 
 describe("read limit", () => {
@@ -104,27 +115,39 @@ describe("read limit", () => {
     })
   )
 
-  it.effect("a request unanswered for 30 seconds stops counting", () =>
-    Effect.gen(function* () {
-      const { readLimit, read, claims } = scripted(2, 10)
-      assert.strictEqual((yield* read).length, 2)
-      yield* TestClock.adjust(ReadLimit.STALE_MILLIS - 1)
-      assert.deepStrictEqual(yield* read, [])
-      yield* TestClock.adjust(1)
-      assert.strictEqual((yield* read).length, 2)
-      assert.strictEqual(readLimit.inFlight(), 2)
-      assert.deepStrictEqual(claims, [2, 2])
-    })
+  it.effect(
+    "a request unanswered for 30 seconds stops counting, its read mark is released, and claimed again it is not counted",
+    () =>
+      Effect.gen(function* () {
+        const { readLimit, read, claims, released } = scripted(2, 10)
+        const ids = (messages: ReadonlyArray<Message.Incoming<any>>) =>
+          messages.map((message) => String(message.envelope.requestId))
+        assert.deepStrictEqual(ids(yield* read), ["1", "2"])
+        yield* TestClock.adjust(ReadLimit.STALE_MILLIS - 1)
+        assert.deepStrictEqual(yield* read, [])
+        assert.deepStrictEqual(released, [])
+        yield* TestClock.adjust(1)
+        // Released, then claimed again first (the oldest): handed on, not counted.
+        assert.deepStrictEqual(ids(yield* read), ["1", "2"])
+        assert.deepStrictEqual(released, [["1", "2"]])
+        assert.strictEqual(readLimit.inFlight(), 0)
+        assert.deepStrictEqual(ids(yield* read), ["3", "4"])
+        assert.strictEqual(readLimit.inFlight(), 2)
+        assert.deepStrictEqual(claims, [2, 2, 2])
+      })
   )
 
   it.effect("envelopes (acknowledgements, interrupts) are handed on and not counted; no shards, no claim", () =>
     Effect.gen(function* () {
       const claims: Array<number> = []
-      const readLimit = ReadLimit.makeWith(2, (_shards, _now, room) =>
-        Effect.sync(() => {
-          claims.push(room)
-          return [Snowflake.Snowflake(1n)]
-        })
+      const readLimit = ReadLimit.makeWith(
+        2,
+        (_shards, _now, room) =>
+          Effect.sync(() => {
+            claims.push(room)
+            return [Snowflake.Snowflake(1n)]
+          }),
+        () => Effect.void
       )
       const envelope = new Message.IncomingEnvelope({ envelope: { _tag: "Interrupt" } as any })
       const storage = readLimit.wrap({

@@ -12,9 +12,13 @@
  * (`Sharding.pollStorage`). So a backlog is delivered in pages, at the rate the runner answers.
  *
  * A request whose answer never comes through this runner's `respond` (its entity was closing, its shard moved, its
- * handler runs for long) stops counting after `STALE_MILLIS`, so it delays the pages after it, never stops them.
+ * handler runs for long) stops counting after `STALE_MILLIS`, so it delays the pages after it, never stops them; and
+ * its mark is taken off (`last_read` cleared, if it is still unprocessed), so that whichever runner holds its shard
+ * reads it again at its next read instead of ten minutes later (a claim can race a shard's move: the runner that
+ * claimed it drops it, the shard's new owner cleared the marks before the claim). Read again here while its handler
+ * still runs, @effect/cluster skips it; a request released once is not counted again when claimed again.
  * Storage stays the source of truth: a message claimed and not delivered is read again as @effect/cluster reads any
- * message it marked (when its shard is acquired again, or ten minutes later).
+ * message it marked.
  *
  * The same `respond` wrapper saves final replies together (`make`): @effect/cluster saves each in a transaction of
  * its own, one durable commit per request; replies answered while one transaction of them is written share the next.
@@ -37,6 +41,9 @@ import { booleanLiteral } from "./retention.js"
 /** How long a request handed out counts against the limit when no final reply comes for it. */
 export const STALE_MILLIS = 30_000
 
+/** How long a released request is remembered (not counted when claimed again): @effect/cluster's read mark expiry. */
+const RELEASE_MEMORY_MILLIS = 10 * 60_000
+
 /**
  * What a read claims: the ids of at most `limit` due, unanswered messages of `shards` not read in the last ten
  * minutes, the oldest first, each marked as read.
@@ -46,6 +53,9 @@ export type ClaimQuery = (
   now: number,
   limit: number
 ) => Effect.Effect<ReadonlyArray<Snowflake.Snowflake>, SqlError>
+
+/** Takes the read mark off the messages `ids` that are still unprocessed. */
+export type ReleaseQuery = (ids: ReadonlyArray<string>) => Effect.Effect<void, SqlError>
 
 /** The read limit of one runner. */
 export interface ReadLimit {
@@ -69,6 +79,8 @@ const REPLY_BATCH = 32
 class ReadLimitImpl implements ReadLimit {
   /** The requests handed out and not answered: request id → when handed out (insertion order is time order). */
   private readonly handed = new Map<string, number>()
+  /** Requests that went stale and were released: request id → when; not counted when claimed again. */
+  private readonly released = new Map<string, number>()
   /** A read filled its room (or had none): read again once half of the limit is free. */
   private wanted = false
   private poll: Effect.Effect<void> = Effect.void
@@ -77,6 +89,7 @@ class ReadLimitImpl implements ReadLimit {
     /** Undefined: no limit (each read takes everything due, as @effect/cluster's own read does). */
     private readonly limit: number | undefined,
     private readonly claim: ClaimQuery,
+    private readonly release: ReleaseQuery,
     private readonly replies: GroupCommit.GroupCommit<Answer, void, MalformedMessage | PersistenceError> | undefined
   ) {}
 
@@ -100,13 +113,20 @@ class ReadLimitImpl implements ReadLimit {
       return Effect.flatMap(
         Effect.clockWith((clock) => clock.currentTimeMillis),
         (now) => {
-          this.dropStale(now)
+          const stale = this.dropStale(now)
           const room = limit - this.handed.size
           if (room <= 0) {
             this.wanted = true
             return Effect.succeed([])
           }
-          return this.claim(shards, now, room).pipe(
+          // A release that fails leaves those marks to expire (ten minutes), as they would without it.
+          const released =
+            stale.length === 0
+              ? Effect.void
+              : Effect.catchAllCause(this.release(stale), (cause) =>
+                  Effect.logDebug("read limit: could not release stale requests' read marks", cause)
+                )
+          return Effect.zipRight(released, this.claim(shards, now, room)).pipe(
             PersistenceError.refail,
             Effect.flatMap((ids) => {
               this.wanted = ids.length >= room
@@ -126,7 +146,7 @@ class ReadLimitImpl implements ReadLimit {
   private track(message: Message.Incoming<any>, now: number): Message.Incoming<any> {
     if (message._tag !== "IncomingRequest") return message
     const key = String(message.envelope.requestId)
-    if (this.limit !== undefined) {
+    if (this.limit !== undefined && !this.released.delete(key)) {
       this.handed.delete(key)
       this.handed.set(key, now)
     }
@@ -149,24 +169,35 @@ class ReadLimitImpl implements ReadLimit {
     })
   }
 
-  /** Stops counting requests handed out `STALE_MILLIS` ago or earlier. */
-  private dropStale(now: number): void {
-    for (const [key, at] of this.handed) {
-      if (now - at < STALE_MILLIS) return
-      this.handed.delete(key)
+  /**
+   * Stops counting requests handed out `STALE_MILLIS` ago or earlier, and returns their ids (to release). Forgets
+   * releases older than ten minutes (their marks would have expired anyway).
+   */
+  private dropStale(now: number): Array<string> {
+    for (const [key, at] of this.released) {
+      if (now - at < RELEASE_MEMORY_MILLIS) break
+      this.released.delete(key)
     }
+    const stale: Array<string> = []
+    for (const [key, at] of this.handed) {
+      if (now - at < STALE_MILLIS) break
+      this.handed.delete(key)
+      this.released.set(key, now)
+      stale.push(key)
+    }
+    return stale
   }
 }
 
-/** A read limit over any claim query (tests give one of their own), saving each final reply alone. */
-export const makeWith = (limit: number | undefined, claim: ClaimQuery): ReadLimit =>
-  new ReadLimitImpl(limit, claim, undefined)
+/** A read limit over any claim and release queries (tests give their own), saving each final reply alone. */
+export const makeWith = (limit: number | undefined, claim: ClaimQuery, release: ReleaseQuery): ReadLimit =>
+  new ReadLimitImpl(limit, claim, release, undefined)
 
 /**
  * The claim on @effect/cluster's `<prefix>_messages`: the conditions of its own read (unprocessed, no final or
  * unacknowledged reply, not read in the last ten minutes, due), ordered as it orders them (`rowid`), with a limit.
  */
-const claimQuery = (sql: SqlClient.SqlClient, prefix: string): ClaimQuery => {
+export const claimQuery = (sql: SqlClient.SqlClient, prefix: string): ClaimQuery => {
   const messages = sql(`${prefix}_messages`)
   const replies = sql(`${prefix}_replies`)
   const no = booleanLiteral(sql, false)
@@ -215,6 +246,13 @@ const claimQuery = (sql: SqlClient.SqlClient, prefix: string): ClaimQuery => {
   })
 }
 
+/** The release on `<prefix>_messages`: the read marks of `ids` cleared where still unprocessed. */
+export const releaseQuery =
+  (sql: SqlClient.SqlClient, prefix: string): ReleaseQuery =>
+  (ids) =>
+    sql`UPDATE ${sql(`${prefix}_messages`)} SET last_read = NULL
+      WHERE ${sql.in("id", ids)} AND processed = ${booleanLiteral(sql, false)}`.pipe(Effect.asVoid)
+
 /**
  * The read limit of a runner over `sql`, for @effect/cluster's tables under `prefix` (`limit` undefined: none), whose
  * final replies are saved together: the replies of requests answered while a transaction of replies is written go
@@ -244,5 +282,8 @@ export const make = (
           cause: `the runner is closing: the reply was ${when === "queued" ? "not" : "maybe"} saved`
         })
     }),
-    (replies) => new ReadLimitImpl(limit, claimQuery(sql.withoutTransforms(), prefix), replies)
+    (replies) => {
+      const raw = sql.withoutTransforms()
+      return new ReadLimitImpl(limit, claimQuery(raw, prefix), releaseQuery(raw, prefix), replies)
+    }
   )
