@@ -251,6 +251,15 @@ export interface Options {
    * forever, as plain @effect/cluster does.
    */
   readonly retention?: false | Duration.DurationInput
+  /**
+   * At most this many persisted requests (reminder occurrences, cron instants, persisted grain messages) read from
+   * storage and not yet answered on this runner at once (default 1,024). A read takes what is left under the limit,
+   * the oldest first, and the next follows as answers come, so a runner restarted over a backlog (100,000 overdue
+   * reminders) delivers it in pages instead of making an entity for every message at once. A request unanswered
+   * after 30 seconds stops counting, so long handlers slow the pages after them but never stop them. `false` reads
+   * everything due at once, as plain @effect/cluster does (docs/cluster.md, "Backlog").
+   */
+  readonly readLimit?: false | number
 }
 
 const TABLE_PREFIX = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/
@@ -268,6 +277,20 @@ const retentionPeriod = (retention: Options["retention"], issues: Array<string>)
     return undefined
   }
   return Duration.toMillis(decoded.value)
+}
+
+/** The default of `Options.readLimit`. */
+const DEFAULT_READ_LIMIT = 1024
+
+/** The read limit (undefined: none), or an issue when the option is bad. */
+const readLimitOf = (readLimit: Options["readLimit"], issues: Array<string>): number | undefined => {
+  if (readLimit === false) return undefined
+  if (readLimit === undefined) return DEFAULT_READ_LIMIT
+  if (!Number.isSafeInteger(readLimit) || readLimit < 1) {
+    issues.push(`readLimit: ${String(readLimit)} is not a positive integer (or false)`)
+    return undefined
+  }
+  return readLimit
 }
 
 /** The local arming window in millis (undefined: off), or an issue when the option is bad. */
@@ -317,6 +340,7 @@ const validate = (options: Options | undefined) =>
       options?.shardingConfig?.entityMessagePollInterval ?? defaultShardingConfig.entityMessagePollInterval!
     const armingWindowMillis = armingWindow(options?.localArming, pollInterval, issues)
     const retentionMillis = retentionPeriod(options?.retention, issues)
+    const readLimit = readLimitOf(options?.readLimit, issues)
     if (issues.length > 0) return Effect.fail(new InvalidClusterRunnerOptions({ issues }))
     const config: ShardingConfig.ShardingConfig["Type"] = {
       ...ShardingConfig.defaults,
@@ -325,7 +349,15 @@ const validate = (options: Options | undefined) =>
       ...options?.shardingConfig
     }
     const advisoryLocks = options?.shardingConfig?.shardLockDisableAdvisory === undefined ? "auto" : "as configured"
-    return Effect.succeed({ storage, prefix, config, advisoryLocks, armingWindowMillis, retentionMillis } as const)
+    return Effect.succeed({
+      storage,
+      prefix,
+      config,
+      advisoryLocks,
+      armingWindowMillis,
+      retentionMillis,
+      readLimit
+    } as const)
   })
 
 const unavailable = (storage: Storage) => (reason: string) =>
@@ -397,6 +429,8 @@ export interface TestOptions {
   readonly localArming?: false | { readonly window?: Duration.DurationInput }
   /** As `Options.retention`: 1 hour by default, `false` keeps processed messages forever. */
   readonly retention?: false | Duration.DurationInput
+  /** As `Options.readLimit`: 1,024 by default, `false` reads everything due at once. */
+  readonly readLimit?: false | number
 }
 
 /**

@@ -997,10 +997,13 @@ export const layer = (
             // PostgreSQL (one commit, no transaction round trips when nothing else is written), one transaction on
             // SQLite.
             let wakeAfter: Effect.Effect<void> = Effect.void
-            const write = Effect.map(occurrences.writeIf(kind, key, nextDelivery, final, recorded), (result) => {
-              wakeAfter = result.wake
-              return result.written
-            })
+            const write = Effect.map(
+              occurrences.writeIf(kind, key, nextDelivery, final, recorded, "beforeReply"),
+              (result) => {
+                wakeAfter = result.wake
+                return result.written
+              }
+            )
             yield* writing(writes.length === 0 ? write : inTransaction(write))
             yield* wakeAfter
           } else {

@@ -120,8 +120,8 @@ describe("ClusterRunner options", () => {
         )
       )
       assert.include(timeout.message, "connectTimeout")
-      // Local arming's window below the poll interval (it would leave instants unarmed) and a retention too short
-      // for a waiting client to read its reply.
+      // Local arming's window below the poll interval (it would leave instants unarmed), a retention too short for
+      // a waiting client to read its reply, and a read limit that is not a positive integer.
       for (const [options, words] of [
         [{ localArming: { window: "500 millis" } }, ["localArming.window: 500 millis", "1000 ms"]],
         [
@@ -130,7 +130,13 @@ describe("ClusterRunner options", () => {
         ],
         [{ localArming: { window: Number.NaN } }, ["localArming.window: NaN"]],
         [{ retention: "59 seconds" }, ["retention: 59 seconds", "at least 1 minute"]],
-        [{ retention: Number.POSITIVE_INFINITY }, ["retention: Infinity"]]
+        [{ retention: Number.POSITIVE_INFINITY }, ["retention: Infinity"]],
+        // A read limit must let a read take something.
+        [{ readLimit: 0 }, ["readLimit: 0 is not a positive integer"]],
+        [{ readLimit: -5 }, ["readLimit: -5"]],
+        [{ readLimit: 2.5 }, ["readLimit: 2.5"]],
+        [{ readLimit: Number.NaN }, ["readLimit: NaN"]],
+        [{ readLimit: true as unknown as number }, ["readLimit: true"]]
       ] as const) {
         const bad = failureOf(yield* tryBuild(ClusterRunner.layerTest(options)))
         assert.strictEqual(bad._tag, "InvalidClusterRunnerOptions")

@@ -5,11 +5,25 @@
  */
 import { ClusterSchema, DeliverAt, Entity } from "@effect/cluster"
 import { Rpc } from "@effect/rpc"
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Context, DateTime, Effect, Exit, Fiber, Layer, Option, PrimaryKey, Schema, Scope } from "effect"
+import {
+  Clock,
+  Context,
+  DateTime,
+  Deferred,
+  Effect,
+  Exit,
+  Fiber,
+  Layer,
+  Option,
+  PrimaryKey,
+  Schema,
+  Scope
+} from "effect"
 import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, ClusterScheduler, Reminders } from "tickwork/cluster"
+import * as ReadLimit from "../../src/cluster/internal/readLimit.js"
 import {
   advance as advanceClock,
   dropPrefixTables,
@@ -91,7 +105,7 @@ for (const backend of backends) {
         const prefix = freshPrefix("t")
         const storage = yield* Layer.build(ClusterRunner.layerStorage(backend.storage))
         yield* Effect.addFinalizer(() => Effect.orDie(backend.cleanup(prefix)).pipe(Effect.provide(storage)))
-        const startRunner = (port: number, options?: Pick<ClusterRunner.TestOptions, "shardingConfig">) =>
+        const startRunner = (port: number, options?: Pick<ClusterRunner.TestOptions, "shardingConfig" | "readLimit">) =>
           startTestRunner(storage, port, { ...options, tablePrefix: prefix })
         return { storage, startRunner }
       })
@@ -241,6 +255,174 @@ for (const backend of backends) {
             yield* advance(5)
             assert.strictEqual(received.length, 2)
             yield* Scope.close(second.scope, Exit.void)
+          })
+      )
+
+      describe("backlog: a runner reads at most readLimit unanswered requests at once", () => {
+        /** A runner whose probe records each request it starts and holds it until `gate` opens; ten requests due at 3 s. */
+        const gated = (readLimit: number | false) =>
+          Effect.gen(function* () {
+            const { startRunner } = yield* setup
+            const started: Array<string> = []
+            const gate = yield* Deferred.make<void>()
+            const runner = yield* startRunner(1, { readLimit })
+            // Closing waits for running handlers: a failed assertion must not leave them waiting.
+            yield* Effect.addFinalizer(() =>
+              Effect.zipRight(Deferred.succeed(gate, undefined), Scope.close(runner.scope, Exit.void))
+            )
+            yield* Layer.buildWithScope(
+              Probe.toLayer({
+                due: (request) =>
+                  Effect.zipRight(
+                    Effect.sync(() => started.push(request.payload.id)),
+                    gate
+                  )
+              }),
+              runner.scope
+            ).pipe(Effect.provide(runner.context))
+            const client = yield* Probe.client.pipe(Effect.provide(runner.context))
+            const ids = Array.from({ length: 10 }, (_, i) => `p${String(i).padStart(2, "0")}`)
+            // One after the other: stored in this order. Forked: the first waits for the runner's shards.
+            const sends = yield* Effect.fork(
+              Effect.forEach(ids, (id) => client(id).due(new Due({ id, at: 3_000 }), { discard: true }), {
+                discard: true
+              })
+            )
+            yield* advance(5)
+            yield* Fiber.join(sends)
+            /** Moves the clock a second at a time until `done` holds (at most `seconds`). */
+            const until = (done: () => boolean, seconds: number) =>
+              Effect.gen(function* () {
+                for (let i = 0; i < seconds && !done(); i++) yield* advance(1)
+              })
+            return { started, gate, ids, until }
+          })
+
+        it.scoped("the claim marks at most its limit, the oldest first; a release takes the marks off", () =>
+          Effect.gen(function* () {
+            const { startRunner } = yield* setup
+            const runner = yield* startRunner(1)
+            yield* Layer.buildWithScope(Probe.toLayer({ due: () => Effect.void }), runner.scope).pipe(
+              Effect.provide(runner.context)
+            )
+            const client = yield* Probe.client.pipe(Effect.provide(runner.context))
+            // Due far ahead: no read of the runner takes them; the claims below pass a later "now".
+            const ids = ["c0", "c1", "c2", "c3", "c4"]
+            const sends = yield* Effect.fork(
+              Effect.forEach(ids, (id) => client(id).due(new Due({ id, at: 1e12 }), { discard: true }), {
+                discard: true
+              })
+            )
+            yield* advance(5)
+            yield* Fiber.join(sends)
+            const sql = Context.get(runner.context, SqlClient.SqlClient).withoutTransforms()
+            const { prefix } = Context.get(runner.context, ClusterRunner.Tables)
+            const messages = sql(`${prefix}_messages`)
+            const shards = (yield* sql<{ readonly shard_id: string }>`SELECT DISTINCT shard_id FROM ${messages}`).map(
+              (row) => row.shard_id
+            )
+            /** The probe ids (payload) of `claimed`, and of every message marked as read, in send order. */
+            const probeIds = (where: Statement.Fragment) =>
+              Effect.map(
+                sql<{ readonly payload: string }>`SELECT payload FROM ${messages} WHERE ${where} ORDER BY id`,
+                (rows) => rows.map((row) => (JSON.parse(row.payload) as { id: string }).id)
+              )
+            const claim = ReadLimit.claimQuery(sql, prefix)
+            const first = yield* claim(shards, 2e12, 2)
+            assert.deepStrictEqual(yield* probeIds(sql.in("id", first.map(String))), ["c0", "c1"])
+            assert.deepStrictEqual(yield* probeIds(sql`last_read IS NOT NULL`), ["c0", "c1"])
+            const second = yield* claim(shards, 2e12, 2)
+            assert.deepStrictEqual(yield* probeIds(sql.in("id", second.map(String))), ["c2", "c3"])
+            // Not yet due at the runner's time: nothing.
+            assert.deepStrictEqual(yield* claim(shards, 1e12 - 1, 2), [])
+            yield* ReadLimit.releaseQuery(sql, prefix)(first.map(String))
+            assert.deepStrictEqual(yield* probeIds(sql`last_read IS NOT NULL`), ["c2", "c3"])
+            // Released, they are claimed again (the oldest first).
+            const third = yield* claim(shards, 2e12, 10)
+            assert.deepStrictEqual(yield* probeIds(sql.in("id", third.map(String))), ["c0", "c1", "c4"])
+            yield* Scope.close(runner.scope, Exit.void)
+          })
+        )
+
+        it.scoped("the oldest first, the next page as answers come", () =>
+          Effect.gen(function* () {
+            const { started, gate, ids, until } = yield* gated(4)
+            yield* until(() => started.length >= 4, 5)
+            assert.deepStrictEqual(started, ids.slice(0, 4))
+            // Polls read nothing more while the four are unanswered.
+            yield* advance(3)
+            assert.deepStrictEqual(started, ids.slice(0, 4))
+            yield* Deferred.succeed(gate, undefined)
+            yield* until(() => started.length === ids.length, 20)
+            assert.deepStrictEqual(started, ids)
+          })
+        )
+
+        it.scoped("a request unanswered for 30 seconds stops counting", () =>
+          Effect.gen(function* () {
+            const { started, ids, until } = yield* gated(4)
+            yield* until(() => started.length >= 4, 5)
+            yield* advance(20)
+            assert.strictEqual(started.length, 4)
+            yield* until(() => started.length === 8, 10)
+            assert.deepStrictEqual(started, ids.slice(0, 8))
+          })
+        )
+
+        it.scoped("readLimit: false reads everything due at once", () =>
+          Effect.gen(function* () {
+            const { started, ids, until } = yield* gated(false)
+            // All of them, none answered.
+            yield* until(() => started.length === ids.length, 5)
+            assert.deepStrictEqual(started, ids)
+          })
+        )
+      })
+
+      it.scoped.skipIf(backend.name !== "pg")(
+        "reminders: a delivery's write commits without waiting for the WAL flush (the reply's commit makes it durable); registration waits",
+        () =>
+          Effect.gen(function* () {
+            const { startRunner } = yield* setup
+            woken.length = 0
+            const runner = yield* startRunner(1)
+            const sql = Context.get(runner.context, SqlClient.SqlClient)
+            const { prefix } = Context.get(runner.context, ClusterRunner.Tables)
+            const grains = yield* Layer.buildWithScope(
+              ClusterGrain.layer([AlarmGrain]).pipe(
+                Layer.provideMerge(Reminders.layer()),
+                Layer.provideMerge(ActorSystem.layer({ name: "runner-1" }))
+              ),
+              runner.scope
+            ).pipe(Effect.provide(runner.context))
+            // What each write of a reminder row saw as its transaction's synchronous_commit, in order.
+            yield* sql.unsafe(`CREATE TABLE "${prefix}_seen" (n SERIAL, op TEXT, setting TEXT)`)
+            yield* sql.unsafe(`CREATE FUNCTION "${prefix}_seen"() RETURNS trigger LANGUAGE plpgsql AS
+              'BEGIN INSERT INTO "${prefix}_seen" (op, setting) VALUES (TG_OP, current_setting(''synchronous_commit''));
+               RETURN NULL; END'`)
+            yield* sql.unsafe(`CREATE TRIGGER "${prefix}_seen" AFTER INSERT OR UPDATE OR DELETE
+              ON "${prefix}_tickwork_reminders" FOR EACH ROW EXECUTE FUNCTION "${prefix}_seen"()`)
+            const info = yield* Effect.fork(
+              Reminders.registerFor(AlarmGrain, "w-1", "wal", { _tag: "Wake" }, Reminders.after("3 seconds")).pipe(
+                Effect.provide(grains)
+              )
+            )
+            yield* advance(2)
+            yield* Fiber.join(info)
+            yield* advance(3)
+            assert.deepStrictEqual(
+              woken.map(([key]) => key),
+              ["w-1"]
+            )
+            const seen = yield* sql<{ readonly op: string; readonly setting: string }>`
+              SELECT op, setting FROM ${sql(`${prefix}_seen`)} ORDER BY n`
+            // The registration's insert waited for its commit to be durable; the one-shot's removal at its
+            // delivery did not.
+            assert.deepStrictEqual(
+              seen.map(({ op, setting }) => `${op} ${setting}`),
+              ["INSERT on", "DELETE off"]
+            )
+            yield* Scope.close(runner.scope, Exit.void)
           })
       )
 

@@ -159,13 +159,20 @@ export interface OccurrenceWriter {
    * the others' changes); on SQLite they run one after the other, given `1 = 1`. For the caller's transaction:
    * `written` says whether the condition held; `wake` (run it after the commit) opens this runner's read loop as
    * `register` does.
+   *
+   * `commit: "beforeReply"` is for a write that a synchronous commit of the same database follows before anyone
+   * relies on it (a delivery's outcome, before @effect/cluster saves the message's reply): on PostgreSQL the
+   * statement's own commit does not wait for the WAL flush (`synchronous_commit` off for that transaction). The WAL
+   * is flushed in order, so the reply's durable commit makes this write durable too; a crash before it loses both,
+   * and the message, unanswered, is delivered again (at least once). Registration keeps the default, `"durable"`.
    */
   readonly writeIf: (
     kind: AnyKindWire,
     key: string,
     delivery: ReminderDelivery | undefined,
     condition: Statement.Statement<Row>,
-    guarded?: ReadonlyArray<Guarded>
+    guarded?: ReadonlyArray<Guarded>,
+    commit?: "durable" | "beforeReply"
   ) => Effect.Effect<
     { readonly written: boolean; readonly wake: Effect.Effect<void> },
     SqlError | UnknownClusterGrainKind
@@ -427,7 +434,7 @@ const writer = (
       yield* wake(written, local)
     })
 
-  const writeIf: OccurrenceWriter["writeIf"] = (kind, key, delivery, condition, guarded = []) =>
+  const writeIf: OccurrenceWriter["writeIf"] = (kind, key, delivery, condition, guarded = [], commit = "durable") =>
     Effect.gen(function* () {
       const built = delivery === undefined ? undefined : yield* build(kind, [{ key, delivery }])
       const message = built?.rows[0]
@@ -453,10 +460,17 @@ const writer = (
         const parts = [
           raw`guard AS (${condition})`,
           ...inserted,
-          ...guarded.map((statement, i) => raw`${raw(`guarded_${i}`)} AS (${statement(guard, true)})`)
+          ...guarded.map((statement, i) => raw`${raw(`guarded_${i}`)} AS (${statement(guard, true)})`),
+          // Local to the statement's transaction (or the caller's, whose commit it then is).
+          ...(commit === "beforeReply"
+            ? [raw`deferred AS (SELECT set_config('synchronous_commit', 'off', true) AS v)`]
+            : [])
         ]
+        const selected = commit === "beforeReply" ? raw`, (SELECT v FROM deferred) AS deferred` : raw``
         written = yield* Effect.map(
-          raw<{ readonly written: unknown }>`WITH ${raw.csv(parts)} SELECT count(*) AS written FROM guard`,
+          raw<{
+            readonly written: unknown
+          }>`WITH ${raw.csv(parts)} SELECT (SELECT count(*) FROM guard) AS written${selected}`,
           (result) => Number(result[0]?.written ?? 0) > 0
         )
       } else {

@@ -31,6 +31,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as Arming from "./arming.js"
+import * as ReadLimit from "./readLimit.js"
 import * as Retention from "./retention.js"
 
 /** Where a runner keeps its messages, shard locks and tickwork's own tables. */
@@ -163,7 +164,7 @@ const refreshOnConnection = (
 export const layerClusterStorage = <E>(
   prefix: string,
   onUnavailable: (reason: string) => E,
-  arming?: Arming.Arming
+  wrap?: StorageWrap
 ): Layer.Layer<
   MessageStorage.MessageStorage | RunnerStorage.RunnerStorage,
   E,
@@ -176,13 +177,9 @@ export const layerClusterStorage = <E>(
         : Layer.fail(onUnavailable(reasonOf(cause)))
     ),
     Layer.map((context) =>
-      arming === undefined
+      wrap === undefined
         ? context
-        : Context.add(
-            context,
-            MessageStorage.MessageStorage,
-            arming.wrap(Context.get(context, MessageStorage.MessageStorage))
-          )
+        : Context.add(context, MessageStorage.MessageStorage, wrap(Context.get(context, MessageStorage.MessageStorage)))
     ),
     Layer.flatMap((context) =>
       Layer.effectContext(
@@ -195,50 +192,59 @@ export const layerClusterStorage = <E>(
     )
   )
 
+/** What tickwork wraps @effect/cluster's message storage with (the read limit, then local arming). */
+type StorageWrap = (storage: MessageStorage.MessageStorage["Type"]) => MessageStorage.MessageStorage["Type"]
+
 /**
- * A runner's layers with what tickwork adds to @effect/cluster's: local arming (`arming.ts`) when
- * `armingWindowMillis` is set (the messages storage is wrapped to scan after each read, and the arming is given the
- * read trigger of the runner's `Sharding`), and the retention sweeper (`retention.ts`) when `retentionMillis` is.
+ * A runner's layers with what tickwork adds to @effect/cluster's: the read limit and batched replies
+ * (`readLimit.ts`), local arming (`arming.ts`) when `armingWindowMillis` is set (the messages storage is wrapped by
+ * both, and both are given the read trigger of the runner's `Sharding`), and the retention sweeper (`retention.ts`)
+ * when `retentionMillis` is.
  */
 const withRunnerServices = <E, R>(
   options: RunnerOptions,
-  runner: (arming: Arming.Arming | undefined) => Layer.Layer<ClusterServices, E, R>
+  runner: (wrap: StorageWrap) => Layer.Layer<ClusterServices, E, R>
 ): Layer.Layer<ClusterServices, E, R | SqlClient.SqlClient> =>
-  options.armingWindowMillis === undefined && options.retentionMillis === undefined
-    ? runner(undefined)
-    : Layer.unwrapScoped(
-        Effect.gen(function* () {
-          const sql = yield* SqlClient.SqlClient
-          const scope = yield* Effect.scope
-          const arming =
-            options.armingWindowMillis === undefined
-              ? undefined
-              : yield* Arming.make(sql, options.prefix, options.armingWindowMillis)
-          const retentionMillis = options.retentionMillis
-          return runner(arming).pipe(
-            Layer.tap((context) =>
-              Effect.gen(function* () {
-                arming?.attach(Context.get(context, Sharding.Sharding).pollStorage)
-                if (retentionMillis === undefined) return
-                // After the runner: its storage has created the tables the sweeper indexes. A storage that fails
-                // here delays retention (retried every minute), never the runner.
-                const sweeper = Retention.make(sql, options.prefix, retentionMillis).pipe(
-                  Effect.tapErrorCause((cause) =>
-                    Effect.logWarning("retention: could not prepare the sweeper, retrying in a minute", cause)
-                  ),
-                  Effect.retry(Schedule.spaced("1 minute"))
-                )
-                yield* Effect.forkIn(
-                  Effect.flatMap(sweeper, (ready) => ready.run).pipe(
-                    Effect.annotateLogs({ module: "ClusterRunner", fiber: "retention" })
-                  ),
-                  scope
-                )
-              })
+  Layer.unwrapScoped(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const scope = yield* Effect.scope
+      const limit = yield* ReadLimit.make(sql, options.prefix, options.readLimit)
+      const arming =
+        options.armingWindowMillis === undefined
+          ? undefined
+          : yield* Arming.make(sql, options.prefix, options.armingWindowMillis)
+      const wrap: StorageWrap = (storage) => {
+        const limited = limit.wrap(storage)
+        return arming === undefined ? limited : arming.wrap(limited)
+      }
+      const retentionMillis = options.retentionMillis
+      return runner(wrap).pipe(
+        Layer.tap((context) =>
+          Effect.gen(function* () {
+            const poll = Context.get(context, Sharding.Sharding).pollStorage
+            limit.attach(poll)
+            arming?.attach(poll)
+            if (retentionMillis === undefined) return
+            // After the runner: its storage has created the tables the sweeper indexes. A storage that fails
+            // here delays retention (retried every minute), never the runner.
+            const sweeper = Retention.make(sql, options.prefix, retentionMillis).pipe(
+              Effect.tapErrorCause((cause) =>
+                Effect.logWarning("retention: could not prepare the sweeper, retrying in a minute", cause)
+              ),
+              Effect.retry(Schedule.spaced("1 minute"))
             )
-          )
-        })
+            yield* Effect.forkIn(
+              Effect.flatMap(sweeper, (ready) => ready.run).pipe(
+                Effect.annotateLogs({ module: "ClusterRunner", fiber: "retention" })
+              ),
+              scope
+            )
+          })
+        )
       )
+    })
+  )
 
 /**
  * The runner's sharding config. @effect/cluster 0.60.2 numbers its PostgreSQL advisory locks by shard only, not by
@@ -265,6 +271,8 @@ export interface RunnerOptions {
   readonly armingWindowMillis: number | undefined
   /** How long processed messages are kept; undefined keeps them forever. */
   readonly retentionMillis: number | undefined
+  /** At most this many persisted requests read and not answered; undefined reads everything due at once. */
+  readonly readLimit: number | undefined
 }
 
 /**
@@ -321,11 +329,11 @@ export const layerSocketRunner = <E>(
   )
   return withRunnerServices(
     options,
-    (arming) =>
+    (wrap) =>
       layerRunnerScope(options).pipe(
         Layer.provideMerge(transport),
         Layer.provide(health),
-        Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable, arming)),
+        Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable, wrap)),
         Layer.provide(config),
         Layer.provide(RpcSerialization.layerMsgPack),
         Layer.provideMerge(Layer.succeed(Tables, { prefix: options.prefix }))
@@ -342,11 +350,11 @@ export const layerLocalRunner = <E>(
 ): Layer.Layer<ClusterServices, E, SqlClient.SqlClient> =>
   withRunnerServices(
     options,
-    (arming) =>
+    (wrap) =>
       layerRunnerScope(options).pipe(
         Layer.provideMerge(Sharding.layer),
         Layer.provideMerge(Runners.layerNoop),
-        Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable, arming)),
+        Layer.provideMerge(layerClusterStorage(options.prefix, options.onUnavailable, wrap)),
         Layer.provide(RunnerHealth.layerNoop),
         Layer.provide(layerShardingConfig(options)),
         Layer.provideMerge(Layer.succeed(Tables, { prefix: options.prefix }))
