@@ -671,7 +671,7 @@ export const layer = (
         Effect.gen(function* () {
           const { key, message, name, schedule } = registration
           if (typeof name !== "string" || name.length === 0) return yield* new InvalidReminderName({ name })
-          const stateKey = ReminderSql.stateKeyOf(ReminderSql.referenceOf(kind.name, key, name))
+          const stateKey = ReminderSql.stateKeyFor(kind.name, key, name)
           if (stateKey.length > MAX_STATE_KEY) {
             return yield* new InvalidReminderName({
               name,
@@ -863,7 +863,7 @@ export const layer = (
           const reading = untilStored(what, readLine)
           const writing = untilStored(what, writeLine)
           // The reminder's row and its state (pause, policies, failures in a row), in one read.
-          const stateKey = ReminderSql.stateKeyOf(ReminderSql.referenceOf(kind.name, key, delivery.name))
+          const stateKey = ReminderSql.stateKeyFor(kind.name, key, delivery.name)
           const read = yield* reading(state.withState(table.getStatement(kind.name, key, delivery.name), stateKey))
           const row = read === undefined ? undefined : ReminderSql.rowOf(read.row)
           const manual = delivery.manual !== undefined
@@ -1014,10 +1014,7 @@ export const layer = (
               inTransaction(
                 Effect.tap(
                   Effect.map(final, (rows) => rows.length > 0),
-                  (still) =>
-                    still && recorded.length > 0
-                      ? Effect.forEach(recorded, (statement) => statement(sql`1 = 1`, false), { discard: true })
-                      : Effect.void
+                  (still) => (still ? ScheduleState.unguarded(sql, recorded) : Effect.void)
                 )
               )
             )
@@ -1038,7 +1035,7 @@ export const layer = (
         unregister: (kind, key, name) =>
           storage("unregister")(
             Effect.tap(table.remove(kind.name, key, name), () =>
-              state.remove(ReminderSql.stateKeyOf(ReminderSql.referenceOf(kind.name, key, name)))
+              state.remove(ReminderSql.stateKeyFor(kind.name, key, name))
             )
           ),
         list: (kind, key) => storage("list")(Effect.map(table.list(kind.name, key), (rows) => rows.map(toInfo))),

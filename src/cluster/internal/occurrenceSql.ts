@@ -45,7 +45,7 @@ import * as Schema from "effect/Schema"
 import { type AnyKindWire, localKind, ReminderDelivery, UnknownClusterGrainKind } from "./grainProtocol.js"
 import { chunks, type ReminderRow, type ReminderSql, rowColumns } from "./reminderSql.js"
 import { runnerStorages } from "./runner.js"
-import type { Guarded } from "./scheduleState.js"
+import { type Guarded, unguarded } from "./scheduleState.js"
 
 /** A row of `<prefix>_messages` as `SqlMessageStorage` writes a request (its `envelopeToRow`). */
 export interface MessageRow {
@@ -480,7 +480,7 @@ const writer = (
             if (message !== undefined) {
               yield* raw`INSERT INTO ${messages} ${raw.insert({ ...message })} ON CONFLICT (message_id) DO NOTHING`
             }
-            for (const statement of guarded) yield* statement(raw`1 = 1`, false)
+            yield* unguarded(raw, guarded)
             return true
           })
         )

@@ -37,6 +37,9 @@ export const parseReference = (
 /** The reminder's row in the schedule state and runs tables, apart from the cluster crons' references. */
 export const stateKeyOf = (reference: string): string => `reminder:${reference}`
 
+/** The state key of the reminder `name` of grain `key` of `kind`. */
+export const stateKeyFor = (kind: string, key: string, name: string): string => stateKeyOf(referenceOf(kind, key, name))
+
 export interface ReminderRow {
   readonly name: string
   readonly generation: string

@@ -159,12 +159,13 @@ const refreshOnConnection = (
 /**
  * @effect/cluster's SQL message and runner storage under `prefix`. Their migrations die on failure; after the probe
  * in `layerSqlClient` that means the storage went away while starting, reported as the same typed error. On SQLite
- * the shard lock refresh runs on the connection directly (`refreshOnConnection`).
+ * the shard lock refresh runs on the connection directly (`refreshOnConnection`). The message storage is given through
+ * `wrap` (tickwork's read limit and local arming, `withRunnerServices`).
  */
 export const layerClusterStorage = <E>(
   prefix: string,
   onUnavailable: (reason: string) => E,
-  wrap?: StorageWrap
+  wrap: StorageWrap
 ): Layer.Layer<
   MessageStorage.MessageStorage | RunnerStorage.RunnerStorage,
   E,
@@ -177,9 +178,7 @@ export const layerClusterStorage = <E>(
         : Layer.fail(onUnavailable(reasonOf(cause)))
     ),
     Layer.map((context) =>
-      wrap === undefined
-        ? context
-        : Context.add(context, MessageStorage.MessageStorage, wrap(Context.get(context, MessageStorage.MessageStorage)))
+      Context.add(context, MessageStorage.MessageStorage, wrap(Context.get(context, MessageStorage.MessageStorage)))
     ),
     Layer.flatMap((context) =>
       Layer.effectContext(

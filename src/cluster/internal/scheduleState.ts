@@ -125,6 +125,13 @@ const toRun = (raw: RawRun): Run => {
  */
 export type Guarded = (guard: Statement.Fragment, sameSnapshot: boolean) => Statement.Statement<Row>
 
+/** Runs `statements` one after the other, each where it always holds (SQLite, or statements outside one CTE). */
+export const unguarded = (
+  sql: SqlClient.SqlClient,
+  statements: ReadonlyArray<Guarded>
+): Effect.Effect<void, SqlError> =>
+  Effect.forEach(statements, (statement) => statement(sql`1 = 1`, false), { discard: true })
+
 export const tableNames = Effect.map(Tables, ({ prefix }) => ({
   state: `${prefix}_tickwork_schedule_state`,
   runs: `${prefix}_tickwork_schedule_runs`
@@ -265,9 +272,7 @@ export const make = Effect.gen(function* () {
       ),
     /** Records a run (once per id) and keeps the newest `keep` of the reference. */
     record: (reference: string, id: string, run: Run, keep: number) =>
-      Effect.forEach(recordStatements(reference, id, run, keep), (statement) => statement(sql`1 = 1`, false), {
-        discard: true
-      }),
+      unguarded(sql, recordStatements(reference, id, run, keep)),
     recordStatements,
     /**
      * `record` as the two parts of one PostgreSQL statement (data-modifying CTEs): its prune does not see the row
