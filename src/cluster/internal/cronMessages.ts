@@ -12,8 +12,8 @@
  *
  * Only a message for one of this runner's shards is written so; after the commit, this runner's read loop is opened
  * (`Sharding.pollStorage`, what a local send does) when the instant is near, and its arming scan arms the instant:
- * once for the instants of all the schedules written within `WAKE_AFTER_MILLIS` (ten every-second schedules made ten
- * reads and arming scans a second, in the middle of the instants, where one does). A message for another runner's
+ * once for everything written within `WAKE_AFTER_MILLIS` (`occurrenceSql.wakeFor`, shared with reminder occurrences:
+ * ten every-second schedules made ten reads and arming scans a second, in the middle of the instants, where one does). A message for another runner's
  * shard is sent through `Sharding` after the commit, as before, so that runner is told at once.
  *
  * @internal
@@ -23,13 +23,12 @@ import type { Sharding } from "@effect/cluster/Sharding"
 import * as RpcClient from "@effect/rpc/RpcClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type * as Statement from "@effect/sql/Statement"
-import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as PrimaryKey from "effect/PrimaryKey"
 import * as Schema from "effect/Schema"
-import { messageRow, ownMessageStorage } from "./occurrenceSql.js"
+import { messageRow, ownMessageStorage, wakeFor } from "./occurrenceSql.js"
 
 /** What the writer needs of the cron's entity (`cron.makeEntity`). */
 export interface FireEntity {
@@ -51,10 +50,7 @@ export interface FireWriter {
    */
   readonly statement: (entityId: string, payload: FireLike) => Effect.Effect<Statement.Statement<unknown> | undefined>
   /**
-   * After the commit of a written message due at `instant`: opens this runner's read loop, as a local send does, when
-   * the instant is within two poll intervals (a later one is armed by a regular poll), so that its arming scan arms
-   * the instant; not at once but after a quarter of the time left, at most `WAKE_AFTER_MILLIS`, and once for all the
-   * instants written meanwhile on this runner.
+   * After the commit of a written message due at `instant`: `occurrenceSql.wakeFor`.
    */
   readonly wake: (instant: number) => Effect.Effect<void>
 }
@@ -91,44 +87,6 @@ export const make = (
         })
         return raw`INSERT INTO ${messages} ${raw.insert({ ...row })} ON CONFLICT (message_id) DO NOTHING` as Statement.Statement<unknown>
       })
-    const soon = 2 * own.storage.pollMillis
-    const waking = wakesOf(sharding)
-    const wake = (instant: number): Effect.Effect<void> =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        if (instant - now >= soon) return Effect.void
-        // One read for the instants of many schedules handled together (they all fire at the same millisecond when
-        // their expressions agree): after a quarter of the time left, at most `WAKE_AFTER_MILLIS`, so it comes
-        // before the instant and, usually, after the others of the burst committed.
-        const at = now + Math.max(0, Math.min(WAKE_AFTER_MILLIS, Math.floor((instant - now) / 4)))
-        // A pending wake not yet gone long after its time (a starved process) is not trusted: one more read is cheap.
-        if (waking.at !== undefined && waking.at <= at && waking.at >= now - WAKE_AFTER_MILLIS) return Effect.void
-        waking.at = at
-        return Effect.asVoid(
-          Effect.forkDaemon(
-            Effect.zipRight(
-              Effect.sleep(at - now),
-              Effect.suspend(() => {
-                if (waking.at === at) waking.at = undefined
-                return sharding.pollStorage
-              })
-            )
-          )
-        )
-      })
+    const wake = wakeFor(sharding, own.storage.pollMillis)
     return { statement, wake }
   })
-
-/**
- * How long after an instant's commit this runner's read loop is opened at most (`FireWriter.wake`): the instants
- * handled meanwhile, on any schedule, share that one read (and its arming scan) instead of one read each.
- */
-export const WAKE_AFTER_MILLIS = 100
-
-/** Per runner: when its read loop is to be opened next for written instants (undefined: no wake pending). */
-const wakes = new WeakMap<object, { at: number | undefined }>()
-
-const wakesOf = (sharding: object): { at: number | undefined } => {
-  let waking = wakes.get(sharding)
-  if (waking === undefined) wakes.set(sharding, (waking = { at: undefined }))
-  return waking
-}

@@ -122,6 +122,50 @@ export const messageRow = (
     }
   })
 
+/**
+ * How long after a commit that wrote messages on this runner's own shards its read loop is opened at most
+ * (`wakeFor`): the messages written meanwhile (instants of many cron schedules, occurrences of many reminders) share
+ * that one read and its arming scan instead of one read each.
+ */
+export const WAKE_AFTER_MILLIS = 100
+
+/** Per runner: when its read loop is to be opened next for messages written straight into storage. */
+const wakes = new WeakMap<object, { at: number | undefined }>()
+
+/**
+ * After the commit of a message written straight into storage on the shards of the runner behind `sharding`, due at
+ * `dueAt`: opens that runner's read loop, as a local send does, when the message is due within two poll intervals (a
+ * later one is armed after a regular poll), so that its arming scan arms it (and a message already due is read). Not
+ * at once but after a quarter of the time left, at most `WAKE_AFTER_MILLIS`, and once for every message written
+ * meanwhile on that runner.
+ */
+export const wakeFor = (sharding: Context.Tag.Service<Sharding>, pollMillis: number) => {
+  let waking = wakes.get(sharding)
+  if (waking === undefined) wakes.set(sharding, (waking = { at: undefined }))
+  const pending = waking
+  return (dueAt: number): Effect.Effect<void> =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      if (dueAt - now >= 2 * pollMillis) return Effect.void
+      // After a quarter of the time left, at most WAKE_AFTER_MILLIS: before the message is due and, usually, after
+      // the others of a burst committed.
+      const at = now + Math.max(0, Math.min(WAKE_AFTER_MILLIS, Math.floor((dueAt - now) / 4)))
+      // A pending wake not yet gone long after its time (a starved process) is not trusted: one more read is cheap.
+      if (pending.at !== undefined && pending.at <= at && pending.at >= now - WAKE_AFTER_MILLIS) return Effect.void
+      pending.at = at
+      return Effect.asVoid(
+        Effect.forkDaemon(
+          Effect.zipRight(
+            Effect.sleep(at - now),
+            Effect.suspend(() => {
+              if (pending.at === at) pending.at = undefined
+              return sharding.pollStorage
+            })
+          )
+        )
+      )
+    })
+}
+
 /** One reminder of a registration: the grain's key and the row to write. */
 export interface Registered {
   readonly key: string
@@ -400,14 +444,13 @@ const writer = (
       return { rows: result as ReadonlyArray<MessageRow>, local: local as ReadonlyArray<boolean>, headers }
     })
 
-  /** Opens this runner's read loop when one of `written` is on its shards and due within a poll interval. */
-  const wake = (written: ReadonlyArray<MessageRow>, local: ReadonlyArray<boolean>) =>
-    Effect.gen(function* () {
-      const soon = (yield* Clock.currentTimeMillis) + pollMillis
-      for (let i = 0; i < written.length; i++) {
-        if (local[i] && written[i]!.deliver_at < soon) return yield* sharding.pollStorage
-      }
-    })
+  const wakeAt = wakeFor(sharding, pollMillis)
+  /** `wakeFor` for the earliest of `written` on this runner's shards. */
+  const wake = (written: ReadonlyArray<MessageRow>, local: ReadonlyArray<boolean>) => {
+    let earliest = Number.POSITIVE_INFINITY
+    for (let i = 0; i < written.length; i++) if (local[i]) earliest = Math.min(earliest, written[i]!.deliver_at)
+    return earliest === Number.POSITIVE_INFINITY ? Effect.void : wakeAt(earliest)
+  }
 
   const register: OccurrenceWriter["register"] = (kind, registered, reminders) =>
     Effect.gen(function* () {
