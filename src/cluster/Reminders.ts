@@ -24,7 +24,9 @@
  * @since 0.1.0
  */
 
+import * as EntityId from "@effect/cluster/EntityId"
 import { Sharding } from "@effect/cluster/Sharding"
+import * as ShardingConfig from "@effect/cluster/ShardingConfig"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Cause from "effect/Cause"
@@ -32,7 +34,7 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as DateTime from "effect/DateTime"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -64,15 +66,16 @@ import {
   type KindWire,
   localKind,
   makeEntity,
+  ReminderDeliveries,
   ReminderDelivery,
   sendTimedOut,
   UnknownClusterGrainKind
 } from "./internal/grainProtocol.js"
-import * as Occurrences from "./internal/occurrenceSql.js"
 import * as RegistrationCommit from "./internal/registrationCommit.js"
+import * as Dispatch from "./internal/reminderDispatch.js"
 import { make as makeSource } from "./internal/reminderSchedules.js"
 import * as ReminderSql from "./internal/reminderSql.js"
-import { Tables } from "./internal/runner.js"
+import { runnerStorages, Tables } from "./internal/runner.js"
 import * as ScheduleState from "./internal/scheduleState.js"
 
 /**
@@ -393,6 +396,28 @@ const storage =
 const DELIVERY_READS = 4
 const DELIVERY_WRITES = 4
 
+/** A reminder of grain (kind, key) on a shard this runner holds, where no `ClusterGrain.layer` hosts the kind. */
+const unhostedHere = (kind: string, key: string) =>
+  Effect.fail(
+    new UnknownClusterGrainKind({
+      kind,
+      key,
+      detail: "this runner owns the grain's shard and no ClusterGrain.layer on it registers the kind"
+    })
+  )
+
+/** The least of the dispatcher's window (how far ahead of its due time a scan arms a reminder); else two polls. */
+const MIN_WINDOW_MILLIS = 2_000
+
+/** How long after the service starts a kind not hosted goes unreported (the grain kinds register after it). */
+const UNHOSTED_QUIET_MILLIS = 10_000
+
+/** The storage poll interval of a runner's sharding config, when there is one; else a second (tickwork's default). */
+const pollMillisOf = (config: Option.Option<ShardingConfig.ShardingConfig["Type"]>): number => {
+  const decoded = Option.flatMap(config, (c) => Duration.decodeUnknown(c.entityMessagePollInterval))
+  return Option.isSome(decoded) && Duration.isFinite(decoded.value) ? Duration.toMillis(decoded.value) : 1_000
+}
+
 /** The waits between attempts of a storage operation on the delivery path: short for a blip, capped for an outage. */
 const STORAGE_RETRY = Schedule.exponential("200 millis").pipe(Schedule.union(Schedule.spaced("10 seconds")))
 
@@ -537,16 +562,10 @@ const failureDetail = (cause: Cause.Cause<unknown>): string => {
 }
 
 /** A checked registration: the grain's key and the row to write. */
-interface Prepared {
-  readonly key: string
-  readonly row: ReminderSql.ReminderRow
-}
+type Prepared = ReminderSql.Prepared
 
 /** A reminder's identity within a kind. */
 const idOf = (key: string, name: string): string => JSON.stringify([key, name])
-
-/** Occurrences of a batch sent at once (each is one statement; PostgreSQL runs them on several connections). */
-const SEND_CONCURRENCY = 16
 
 const toInfo = (row: ReminderSql.ReminderRow): ReminderInfo => ({
   name: row.name,
@@ -695,105 +714,130 @@ export const layer = (
           return { key, row }
         })
 
-      /**
-       * Writing a registration without `occurrences` (a runner not built by `ClusterRunner`, or another SQL client
-       * than its own): the rows first (one statement, or one transaction of multi-row statements for a batch), since
-       * an occurrence that arrives before its row would be dropped as stale; then the first occurrences, each sent
-       * through the cluster. The sends stay outside the transaction: a send can wait for the runner to acquire the
-       * grain's shard, which takes SQL of its own (on SQLite, the one connection a transaction would hold). If a send
-       * fails, the rows are taken back so no reminder is listed that will never fire, and the reminders they were
-       * to replace are put back as they were (their occurrences are still persisted, their generations current again).
-       */
-      const writeBySend = (kind: AnyKindWire, prepared: ReadonlyArray<Prepared>) =>
-        Effect.gen(function* () {
-          const previous = yield* storage("register")(
-            prepared.length === 1
-              ? Effect.map(table.get(kind.name, prepared[0]!.key, prepared[0]!.row.name), (row) =>
-                  row === undefined ? [] : [{ key: prepared[0]!.key, row }]
-                )
-              : table.byKeys(kind.name, Array.from(new Set(prepared.map(({ key }) => key))))
-          )
-          const replaced = new Map(previous.map((entry) => [idOf(entry.key, entry.row.name), entry.row]))
-          yield* storage("register")(
-            prepared.length === 1
-              ? table.upsert(kind.name, prepared[0]!.key, prepared[0]!.row)
-              : sql.withTransaction(table.upsertMany(kind.name, prepared))
-          )
-          yield* Effect.forEach(
-            prepared,
-            ({ key, row }) =>
-              sendOccurrence(
-                kind,
-                key,
-                new ReminderDelivery({ name: row.name, generation: row.generation, due: row.nextDue })
-              ),
-            { discard: true, concurrency: SEND_CONCURRENCY }
-          ).pipe(
-            withSharding,
-            Effect.tapError(() =>
-              Effect.forEach(
-                prepared,
-                ({ key, row }) =>
-                  Effect.ignore(
-                    Effect.flatMap(table.remove(kind.name, key, row.name, row.generation), (removed) => {
-                      const before = replaced.get(idOf(key, row.name))
-                      return removed && before !== undefined ? table.upsert(kind.name, key, before) : Effect.void
-                    })
-                  ),
-                { discard: true }
-              )
-            )
+      /** The shard of grain `key` of `kind`: the runner holding it delivers the grain's reminders. */
+      const shardOf = (kind: AnyKindWire, key: string) => {
+        const entityId = EntityId.make(key)
+        return sharding.getShardId(entityId, kind.entity.getShardGroup(entityId))
+      }
+
+      /** When the dispatcher last warned of a kind it could not hand occurrences to, by kind. */
+      const warned = new Map<string, number>()
+      const started = yield* Clock.currentTimeMillis
+      const unhostedWarning = (kind: string) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const last = warned.get(kind)
+          // Kinds register after the reminders service starts: quiet for a while, then once a minute.
+          if (now - started < UNHOSTED_QUIET_MILLIS || (last !== undefined && now - last < 60_000)) {
+            return Effect.fail("not hosted")
+          }
+          warned.set(kind, now)
+          return Effect.zipRight(
+            Effect.logWarning(
+              `reminders of grain kind ${kind} are due on this runner's shards, and no ClusterGrain.layer on it ` +
+                "registers the kind: they wait"
+            ),
+            Effect.fail("not hosted")
           )
         })
 
-      /** Where it can, registration writes the first occurrences with the rows (`internal/occurrenceSql.ts`). */
-      const occurrences = yield* Occurrences.make(sharding, sql)
+      const config = yield* Effect.serviceOption(ShardingConfig.ShardingConfig)
+      const runner = runnerStorages.get(sharding)
+      const pollMillis = runner?.pollMillis ?? pollMillisOf(config)
+      /**
+       * The runner's dispatcher (`internal/reminderDispatch.ts`): it scans the rows of the shards this runner holds
+       * and hands each occurrence, when due, to its grain in a `RemindNow` message.
+       */
+      const dispatcher = yield* Dispatch.make({
+        heldShards: Dispatch.heldShardsOf(
+          runner?.shardGroups ??
+            Option.match(config, { onNone: () => ["default"], onSome: (c) => c.assignedShardGroups }),
+          runner?.shardsPerGroup ?? Option.match(config, { onNone: () => 300, onSome: (c) => c.shardsPerGroup }),
+          (shard) => sharding.hasShardId(shard)
+        ),
+        holds: (kind, key) => sharding.hasShardId(shardOf(storedWire(kind), key)),
+        scan: table.due,
+        send: (kind, key, rows) => {
+          const hosted = localKind(sharding, kind)
+          if (hosted === undefined) return unhostedWarning(kind)
+          const deliveries = new ReminderDeliveries({
+            deliveries: rows.map(
+              (row) => new ReminderDelivery({ name: row.name, generation: row.generation, due: row.due }, true)
+            )
+          })
+          return Effect.flatMap(hosted.entity.client, (client) => client(key).RemindNow(deliveries)).pipe(withSharding)
+        },
+        pollMillis,
+        // The runner's arming window; with local arming off, none: a reminder is delivered by the first scan after
+        // its due time, as a persisted message is by the first poll.
+        windowMillis:
+          runner === undefined ? Math.max(2 * pollMillis, MIN_WINDOW_MILLIS) : (runner.armingWindowMillis ?? 0)
+      })
+      /** Arms the reminders `written` on this runner's shards with the dispatcher. */
+      const armWritten = (
+        kind: string,
+        written: ReadonlyArray<ReminderSql.Registered & { readonly local: boolean }>
+      ) => {
+        let remote = false
+        for (const { key, local, row } of written) {
+          if (local) dispatcher.arm({ kind, key, name: row.name, generation: row.generation, due: row.nextDue })
+          else remote = true
+        }
+        return remote
+      }
 
       /**
-       * Writes checked registrations of one kind: each reminder's row and its first occurrence, all or none (one
-       * statement per `PG_CHUNK` registrations on PostgreSQL, in one transaction when there are more; one
-       * transaction of `UPSERT_CHUNK`-row statements on SQLite). A reminder of the same (key, name) is replaced: its row takes the new generation, so
-       * its pending occurrence is dropped when it arrives. `prepared` holds each (key, name) once.
+       * Writes checked registrations of one kind: each reminder's row, all or none (one statement per
+       * `ReminderSql.PG_CHUNK` registrations on PostgreSQL, in one transaction when there are more; one transaction of
+       * `UPSERT_CHUNK`-row statements on SQLite). A reminder of the same (key, name) is replaced: its row takes the
+       * new generation, so its pending occurrence is dropped when it arrives. `prepared` holds each (key, name) once.
+       * The check a send made is kept: a grain on a shard this runner holds needs its kind hosted here.
        */
       const write = (
         kind: AnyKindWire,
         prepared: ReadonlyArray<Prepared>
-      ): Effect.Effect<void, ReminderStorageError | SendError | GrainSendTimeout> =>
-        occurrences === undefined
-          ? writeBySend(kind, prepared)
-          : Effect.catchTag(occurrences.register(kind, prepared, table), "SqlError", (cause) =>
-              Effect.fail(new ReminderStorageError({ operation: "register", cause }))
-            )
+      ): Effect.Effect<void, ReminderStorageError | UnknownClusterGrainKind> =>
+        Effect.suspend((): Effect.Effect<void, ReminderStorageError | UnknownClusterGrainKind> => {
+          const hosted = localKind(sharding, kind.name) !== undefined
+          const written: Array<ReminderSql.Registered & { readonly local: boolean }> = new Array(prepared.length)
+          for (let i = 0; i < prepared.length; i++) {
+            const { key, row } = prepared[i]!
+            const shard = shardOf(kind, key)
+            const local = sharding.hasShardId(shard)
+            if (local && !hosted) return unhostedHere(kind.name, key)
+            written[i] = { key, row, shardId: shard.toString(), local }
+          }
+          const statement = table.write(kind.name, written)
+          return storage("register")(
+            table.statementsFor(written.length) > 1 ? sql.withTransaction(statement) : statement
+          ).pipe(Effect.tap(() => Effect.sync(() => armWritten(kind.name, written))))
+        })
 
       /**
        * Single registrations from many fibers share statements and commits (`internal/registrationCommit.ts`: a group
-       * commit over `write`), where registration writes its occurrences itself; a sent occurrence is one send each.
+       * commit over `write`).
        */
-      const registrations =
-        occurrences === undefined
-          ? undefined
-          : yield* RegistrationCommit.make({
-              write,
-              transaction: (effect) =>
-                Effect.catchTag(sql.withTransaction(effect), "SqlError", (cause) =>
-                  Effect.fail(new ReminderStorageError({ operation: "register", cause }))
-                ),
-              closed: (when) =>
-                new ReminderStorageError({
-                  operation: "register",
-                  cause:
-                    when === "queued"
-                      ? "the reminders service closed before the registration was written"
-                      : "the reminders service closed while the registration was written: it may or may not be stored"
-                })
-            })
+      const registrations = yield* RegistrationCommit.make({
+        write,
+        transaction: (effect) =>
+          Effect.catchTag(sql.withTransaction(effect), "SqlError", (cause) =>
+            Effect.fail(new ReminderStorageError({ operation: "register", cause }))
+          ),
+        closed: (when) =>
+          new ReminderStorageError({
+            operation: "register",
+            cause:
+              when === "queued"
+                ? "the reminders service closed before the registration was written"
+                : "the reminders service closed while the registration was written: it may or may not be stored"
+          })
+      })
 
       /**
        * Gives a registered reminder a new schedule in place, as registering it again would: the same name and stored
-       * message, a new generation (the occurrence persisted for the old schedule is dropped as stale when it arrives),
+       * message, a new generation (an occurrence armed for the old schedule is dropped as stale when it arrives),
        * the first occurrence of `schedule` from now. The row is written only while its generation is still the one of
-       * `row` (read by the caller), with that occurrence (all or nothing): `"gone"` when the reminder was unregistered
-       * meanwhile, `"replaced"` when it was registered again, and nothing is written then.
+       * `row` (read by the caller): `"gone"` when the reminder was unregistered meanwhile, `"replaced"` when it was
+       * registered again, and nothing is written then.
        */
       const reschedule = (kind: string, key: string, row: ReminderSql.ReminderRow, schedule: ReminderSchedule) =>
         Effect.gen(function* () {
@@ -805,43 +849,22 @@ export const layer = (
             message: JSON.parse(row.message),
             schedule
           })
-          const written =
-            occurrences === undefined
-              ? yield* rewriteBySend(wire, prepared, row)
-              : yield* Effect.catchTag(
-                  occurrences.replace(wire, prepared, row.generation, table),
-                  "SqlError",
-                  (cause) => Effect.fail(new ReminderStorageError({ operation: "update", cause }))
-                )
-          if (written) return "written" as const
+          const shard = shardOf(wire, key)
+          const entry = { key, row: prepared.row, shardId: shard.toString(), local: sharding.hasShardId(shard) }
+          if (entry.local && localKind(sharding, kind) === undefined) return yield* unhostedHere(kind, key)
+          const written = yield* storage("update")(table.replace(kind, entry, row.generation))
+          if (written) {
+            armWritten(kind, [entry])
+            return "written" as const
+          }
           const current = yield* storage("update")(table.get(kind, key, row.name))
           return current === undefined ? ("gone" as const) : ("replaced" as const)
-        })
-
-      /**
-       * `reschedule`'s write without `occurrences`: the row first, only while its generation is `before`'s, then the
-       * occurrence sent; if the send fails, the row is put back as it was (only while it is still the new one).
-       */
-      const rewriteBySend = (kind: AnyKindWire, prepared: Prepared, before: ReminderSql.ReminderRow) =>
-        Effect.gen(function* () {
-          const { key, row } = prepared
-          const written = yield* storage("update")(table.replace(kind.name, key, row, before.generation))
-          if (!written) return false
-          yield* sendOccurrence(
-            kind,
-            key,
-            new ReminderDelivery({ name: row.name, generation: row.generation, due: row.nextDue })
-          ).pipe(
-            withSharding,
-            Effect.tapError(() => Effect.ignore(table.replace(kind.name, key, before, row.generation)))
-          )
-          return true
         })
 
       const register: RemindersService["register"] = (kind, key, name, message, schedule) =>
         Effect.gen(function* () {
           const prepared = yield* prepare(kind, yield* Clock.currentTimeMillis, { key, name, message, schedule })
-          yield* registrations === undefined ? write(kind, [prepared]) : registrations.register(kind, prepared)
+          yield* registrations.register(kind, prepared)
           return toInfo(prepared.row)
         })
 
@@ -972,17 +995,18 @@ export const layer = (
           const next = manual
             ? undefined
             : (misfire?.next ?? nextOccurrence(row, delivery.due, yield* Clock.currentTimeMillis))
+          const shard = shardOf(kind, key)
           const final = table.finalStatement(
             kind.name,
             key,
             row.name,
             row.generation,
-            manual ? { _tag: "current" } : next === undefined ? { _tag: "remove" } : { _tag: "advance", nextDue: next }
+            manual
+              ? { _tag: "current" }
+              : next === undefined
+                ? { _tag: "remove" }
+                : { _tag: "advance", nextDue: next, shardId: shard.toString() }
           )
-          const nextDelivery =
-            next === undefined
-              ? undefined
-              : new ReminderDelivery({ name: row.name, generation: row.generation, due: next }, true)
           const recorded = run === undefined ? [] : state.recordStatements(stateKey, runId, run, keep)
           /** The other writes, after the row's and the run's, in the same transaction, if the row's held. */
           const inTransaction = <E>(first: Effect.Effect<boolean, E>) =>
@@ -992,32 +1016,14 @@ export const layer = (
                 return Effect.tap(first, (still) => (still ? Effect.all(writes, { discard: true }) : Effect.void))
               })
             )
-          if (occurrences !== undefined) {
-            // The row's write, the next occurrence (a row of the messages table) and the run: one statement on
-            // PostgreSQL (one commit, no transaction round trips when nothing else is written), one transaction on
-            // SQLite.
-            let wakeAfter: Effect.Effect<void> = Effect.void
-            const write = Effect.map(
-              occurrences.writeIf(kind, key, nextDelivery, final, recorded, "beforeReply"),
-              (result) => {
-                wakeAfter = result.wake
-                return result.written
-              }
-            )
-            yield* writing(writes.length === 0 ? write : inTransaction(write))
-            yield* wakeAfter
-          } else {
-            // Another runner's storage: the next occurrence is sent through the cluster, before the row moves on (a
-            // crash in between delivers this one again).
-            if (nextDelivery !== undefined) yield* writing(sendOccurrence(kind, key, nextDelivery))
-            yield* writing(
-              inTransaction(
-                Effect.tap(
-                  Effect.map(final, (rows) => rows.length > 0),
-                  (still) => (still ? ScheduleState.unguarded(sql, recorded) : Effect.void)
-                )
-              )
-            )
+          // The row's write and the run: one statement on PostgreSQL (one commit, no transaction round trips when
+          // nothing else is written), one transaction on SQLite. Its commit does not wait for the disk: a write lost
+          // in a crash of the database leaves the row due, and the occurrence is delivered again (at least once).
+          const write = ScheduleState.guardedWrite(sql, final, recorded, "deferred")
+          const written = yield* writing(writes.length === 0 ? write : inTransaction(write))
+          // The next occurrence: armed here at once when it is due soon (the grain's shard is this runner's).
+          if (written && next !== undefined && sharding.hasShardId(shard)) {
+            dispatcher.arm({ kind: kind.name, key, name: row.name, generation: row.generation, due: next })
           }
           if (pausedNow) scheduleEvents("paused_on_failure").unsafeUpdate(1, [])
         }).pipe(

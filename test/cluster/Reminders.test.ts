@@ -130,16 +130,16 @@ describe("Reminders", () => {
     )
   )
 
-  // Storage failing on the delivery path must not lose the occurrence: the cluster marks a message processed once its
-  // handler returns, so the delivery tries its storage again until it passes.
+  // Storage failing on the delivery path must not lose the occurrence: the runner's scan of the due reminders and the
+  // delivery try storage again until it passes (each failure counted).
   it.effect("storage failing when an occurrence arrives: tried again until it is back, then delivered once", () =>
     withSubject(({ events, kind }) =>
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         const retriesBefore = yield* storageRetries
         assert.strictEqual(yield* ask(kind, { _tag: "After", name: "wake", label: "wake", delay: 10_000 }), "ok")
-        // When the occurrence arrives, reading the reminder's row fails (a view in the table's place, whose every read
-        // fails while it runs: a failure SQLite's prepare cache does not keep).
+        // Reading the reminders fails (a view in the table's place, whose every read fails while it runs: a failure
+        // SQLite's prepare cache does not keep).
         yield* sql`ALTER TABLE cluster_tickwork_reminders RENAME TO cluster_tickwork_reminders_away`
         yield* sql`CREATE VIEW cluster_tickwork_reminders AS
           SELECT * FROM cluster_tickwork_reminders_away WHERE json('storage is failing') IS NOT NULL`
@@ -448,9 +448,9 @@ for (const [name, skip, storage] of [
             }
             yield* table.upsert("k", "a", replaced)
             assert.deepStrictEqual(yield* table.get("k", "a", "n"), replaced)
-            yield* table.advance("k", "a", "n", "1", due + 99)
+            yield* table.advance("k", "a", "n", "1", due + 99, "default:1")
             assert.strictEqual((yield* table.get("k", "a", "n"))?.nextDue, due + 1)
-            yield* table.advance("k", "a", "n", "2", due + 60_000)
+            yield* table.advance("k", "a", "n", "2", due + 60_000, "default:1")
             assert.deepStrictEqual(
               (yield* table.list("k", "a")).map((row) => row.nextDue),
               [due + 60_000]

@@ -104,32 +104,32 @@ export const historyOf = (reference: string) =>
   )
 
 /**
- * Makes storage refuse every row inserted into `<prefix>_messages` whose `entity_id` is `entityId` (a trigger, on
- * SQLite or PostgreSQL), until the scope closes.
+ * Makes storage refuse every row inserted into `table` whose `column` is `value` (a trigger, on SQLite or
+ * PostgreSQL), until the scope closes.
  */
-export const refuseEntity = (sql: SqlClient.SqlClient, prefix: string, entityId: string) =>
+export const refuseRows = (sql: SqlClient.SqlClient, table: string, column: string, value: string) =>
   Effect.acquireRelease(
     sql.onDialectOrElse({
       pg: () =>
         Effect.zipRight(
-          sql.unsafe(`CREATE FUNCTION "${prefix}_refuse"() RETURNS trigger LANGUAGE plpgsql AS
+          sql.unsafe(`CREATE FUNCTION "${table}_refuse"() RETURNS trigger LANGUAGE plpgsql AS
             'BEGIN RAISE EXCEPTION ''refused''; END'`),
-          sql.unsafe(`CREATE TRIGGER "${prefix}_refuse" BEFORE INSERT ON "${prefix}_messages" FOR EACH ROW
-            WHEN (NEW.entity_id = '${entityId}') EXECUTE FUNCTION "${prefix}_refuse"()`)
+          sql.unsafe(`CREATE TRIGGER "${table}_refuse" BEFORE INSERT ON "${table}" FOR EACH ROW
+            WHEN (NEW.${column} = '${value}') EXECUTE FUNCTION "${table}_refuse"()`)
         ),
       orElse: () =>
-        sql.unsafe(`CREATE TRIGGER "${prefix}_refuse" BEFORE INSERT ON "${prefix}_messages"
-          WHEN NEW.entity_id = '${entityId}' BEGIN SELECT RAISE(ABORT, 'refused'); END`)
+        sql.unsafe(`CREATE TRIGGER "${table}_refuse" BEFORE INSERT ON "${table}"
+          WHEN NEW.${column} = '${value}' BEGIN SELECT RAISE(ABORT, 'refused'); END`)
     }),
     () =>
       Effect.ignore(
         sql.onDialectOrElse({
           pg: () =>
             Effect.zipRight(
-              sql.unsafe(`DROP TRIGGER IF EXISTS "${prefix}_refuse" ON "${prefix}_messages"`),
-              sql.unsafe(`DROP FUNCTION IF EXISTS "${prefix}_refuse"()`)
+              sql.unsafe(`DROP TRIGGER IF EXISTS "${table}_refuse" ON "${table}"`),
+              sql.unsafe(`DROP FUNCTION IF EXISTS "${table}_refuse"()`)
             ),
-          orElse: () => sql.unsafe(`DROP TRIGGER IF EXISTS "${prefix}_refuse"`)
+          orElse: () => sql.unsafe(`DROP TRIGGER IF EXISTS "${table}_refuse"`)
         })
       )
   )

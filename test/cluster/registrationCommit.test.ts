@@ -1,11 +1,12 @@
 /**
  * Group commit of single registrations (src/cluster/internal/registrationCommit.ts over groupCommit.ts), on SQLite
- * and PostgreSQL: concurrent `registerFor` calls share statements, each reminder stored with its first occurrence; a
- * registration the storage refuses fails alone; storage down fails each caller with `ReminderStorageError`; a caller
- * in a SQL transaction writes in it; each caller's request headers reach its occurrence; closing the service answers
- * every caller. Statements are counted from @effect/sql's `sql.execute` spans.
+ * and PostgreSQL: concurrent `registerFor` calls share statements, each reminder stored as one row with its grain's
+ * shard (and no message); a registration the storage refuses fails alone; storage down fails each caller with
+ * `ReminderStorageError`; a caller in a SQL transaction writes in it; closing the service answers every caller.
+ * Statements are counted from @effect/sql's `sql.execute` spans.
  */
-import * as RpcClient from "@effect/rpc/RpcClient"
+import * as EntityId from "@effect/cluster/EntityId"
+import * as Sharding from "@effect/cluster/Sharding"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Either, Exit, Fiber, Layer, Option, Schema, Scope, TestClock } from "effect"
@@ -17,7 +18,7 @@ import {
   freshPrefix,
   pgStorage,
   pgUnavailable,
-  refuseEntity,
+  refuseRows,
   startRunner,
   type TestRunner
 } from "./conformance-helpers.js"
@@ -36,11 +37,12 @@ const wake = (label: string): Msg => ({ _tag: "Wake", label })
 const makeKind = (name: string) =>
   ClusterGrain.make(Grain.make<Msg>()({ name, onReceive: () => Effect.void }), { message: Msg })
 
-/** Statements that inserted into the messages table (each writes a batch's occurrences). */
-const occurrenceWrites = (spans: ReadonlyArray<RecordedSpan>, prefix: string) =>
+/** Statements that inserted into the reminders table (each writes a batch's rows). */
+const registrationWrites = (spans: ReadonlyArray<RecordedSpan>, prefix: string) =>
   spans.filter(
     (span) =>
-      span.name === "sql.execute" && String(span.attributes.get("db.query.text")).includes(`INTO "${prefix}_messages"`)
+      span.name === "sql.execute" &&
+      String(span.attributes.get("db.query.text")).includes(`INTO "${prefix}_tickwork_reminders"`)
   )
 
 const failed = (span: RecordedSpan) => span.exit !== undefined && Exit.isFailure(span.exit)
@@ -64,7 +66,7 @@ for (const backend of backends) {
           const client = yield* Effect.provide(SqlClient.SqlClient, storage)
           const sql = client.withoutTransforms()
           yield* TestClock.adjust(1)
-          return { client, grains, grainsScope, kind, prefix, sql }
+          return { client, grains, grainsScope, kind, prefix, runner, sql }
         })
 
       const withGrains = (runner: TestRunner, kind: ReturnType<typeof makeKind>, scope: Scope.Scope) =>
@@ -81,10 +83,10 @@ for (const backend of backends) {
           Number(rows[0]!.n)
         )
 
-      it.scoped("concurrent registrations share statements; each is stored with its first occurrence", () => {
+      it.scoped("concurrent registrations share statements; each is stored as one row with its grain's shard", () => {
         const { spans, tracer } = recordingTracer()
         return Effect.gen(function* () {
-          const { grains, kind, prefix, sql } = yield* setup("shared")
+          const { grains, kind, prefix, runner, sql } = yield* setup("shared")
           const n = 200
           spans.length = 0
           const infos = yield* Effect.forEach(
@@ -97,35 +99,24 @@ for (const backend of backends) {
             infos.map((info) => info.nextDue),
             Array.from({ length: n }, (_, i) => 1_001 + i)
           )
-          const writes = occurrenceWrites(spans, prefix)
+          const writes = registrationWrites(spans, prefix)
           assert.isAtLeast(writes.length, 1)
           assert.isAtMost(writes.length, 10, `${writes.length} statements for ${n} registrations`)
           assert.isFalse(writes.some(failed))
-          // Every reminder row has its first occurrence: a Remind message of its generation, due at its nextDue.
+          // Every reminder is one row, due at its nextDue, with the shard of its grain; no occurrence is a message.
           const rows = yield* sql<{
             readonly grain_key: string
-            readonly generation: string
             readonly next_due: unknown
-          }>`
-            SELECT grain_key, generation, next_due FROM ${sql(`${prefix}_tickwork_reminders`)}`
-          const messages = yield* sql<{
-            readonly entity_id: string
-            readonly payload: string
-            readonly deliver_at: unknown
-          }>`
-            SELECT entity_id, payload, deliver_at FROM ${sql(`${prefix}_messages`)} WHERE tag = 'Remind'`
+            readonly shard_id: string
+          }>`SELECT grain_key, next_due, shard_id FROM ${sql(`${prefix}_tickwork_reminders`)}`
           assert.strictEqual(rows.length, n)
-          assert.strictEqual(messages.length, n)
-          const occurrence = new Map(
-            messages.map((m) => [`${m.entity_id}/${JSON.parse(m.payload).generation}`, Number(m.deliver_at)])
-          )
+          const sharding = yield* Effect.provide(Sharding.Sharding, runner.context)
           for (const row of rows) {
-            assert.strictEqual(
-              occurrence.get(`${row.grain_key}/${row.generation}`),
-              Number(row.next_due),
-              row.grain_key
-            )
+            const i = Number(row.grain_key.slice(1))
+            assert.strictEqual(Number(row.next_due), 1_001 + i, row.grain_key)
+            assert.strictEqual(row.shard_id, sharding.getShardId(EntityId.make(row.grain_key), "default").toString())
           }
+          assert.strictEqual(yield* count(sql, `${prefix}_messages`), 0)
         }).pipe(Effect.withTracer(tracer))
       })
 
@@ -146,7 +137,7 @@ for (const backend of backends) {
           )
           assert.strictEqual(yield* count(sql, `${prefix}_tickwork_reminders`), 1)
           // No statement failed (PostgreSQL refuses to upsert one row twice in a statement).
-          const writes = occurrenceWrites(spans, prefix)
+          const writes = registrationWrites(spans, prefix)
           assert.isFalse(writes.some(failed))
           assert.isBelow(writes.length, 10)
         }).pipe(Effect.withTracer(tracer))
@@ -155,9 +146,9 @@ for (const backend of backends) {
       it.scoped("a registration the storage refuses fails alone; the others of its batch are stored", () =>
         Effect.gen(function* () {
           const { grains, kind, prefix, sql } = yield* setup("refused")
-          // A trigger refuses this key's occurrence.
+          // A trigger refuses this key's row.
           const refused = "refused"
-          yield* refuseEntity(sql, prefix, refused)
+          yield* refuseRows(sql, `${prefix}_tickwork_reminders`, "grain_key", refused)
           const keys = Array.from({ length: 20 }, (_, i) => (i === 7 ? refused : `k${i}`))
           const answers = yield* Effect.forEach(
             keys,
@@ -169,7 +160,6 @@ for (const backend of backends) {
             keys.map((key) => (key === refused ? "ReminderStorageError" : "ok"))
           )
           assert.strictEqual(yield* count(sql, `${prefix}_tickwork_reminders`), 19)
-          assert.strictEqual(yield* count(sql, `${prefix}_messages`), 19)
         })
       )
 
@@ -184,7 +174,7 @@ for (const backend of backends) {
                   `ALTER TABLE "${prefix}_away" RENAME TO "${prefix}_tickwork_reminders"`
                 ]
               : [
-                  `CREATE TRIGGER "${prefix}_down" BEFORE INSERT ON "${prefix}_messages"
+                  `CREATE TRIGGER "${prefix}_down" BEFORE INSERT ON "${prefix}_tickwork_reminders"
                     BEGIN SELECT RAISE(ABORT, 'down'); END`,
                   `DROP TRIGGER "${prefix}_down"`
                 ]
@@ -228,27 +218,6 @@ for (const backend of backends) {
           assert.deepStrictEqual(
             listed.map((rows) => rows.length),
             [0, 1]
-          )
-        })
-      )
-
-      it.scoped("each caller's request headers go with its own occurrence, callers of one batch alike", () =>
-        Effect.gen(function* () {
-          const { grains, kind, prefix, sql } = yield* setup("headers")
-          const tenants = ["t1", "t2", "t1", "t3"]
-          yield* Effect.forEach(
-            tenants,
-            (tenant, i) =>
-              Reminders.registerFor(kind, `k${i}`, "r", wake(tenant), Reminders.after("1 hour")).pipe(
-                RpcClient.withHeaders({ "x-tenant": tenant })
-              ),
-            { concurrency: "unbounded" }
-          ).pipe(Effect.provide(grains))
-          const rows = yield* sql<{ readonly entity_id: string; readonly headers: string }>`
-            SELECT entity_id, headers FROM ${sql(`${prefix}_messages`)} WHERE tag = 'Remind' ORDER BY entity_id`
-          assert.deepStrictEqual(
-            rows.map((row) => [row.entity_id, JSON.parse(row.headers)["x-tenant"]]),
-            tenants.map((tenant, i) => [`k${i}`, tenant])
           )
         })
       )

@@ -2,11 +2,14 @@
  * Bounded storage (src/cluster/internal/retention.ts): the rows of processed messages go after the retention period;
  * pending ones stay. On SQLite, and on PostgreSQL when one answers (skipped with the reason printed otherwise).
  */
+import { Persisted } from "@effect/cluster/ClusterSchema"
+import * as DeliverAt from "@effect/cluster/DeliverAt"
+import * as Entity from "@effect/cluster/Entity"
+import * as Rpc from "@effect/rpc/Rpc"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Schema, Scope, TestClock } from "effect"
-import { ActorSystem, Grain } from "tickwork"
-import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
+import { DateTime, Effect, Exit, Layer, PrimaryKey, Schema, Scope, TestClock } from "effect"
+import { ClusterRunner } from "tickwork/cluster"
 import { advance, freshPrefix, pgStorage, pgUnavailable, startRunner } from "./conformance-helpers.js"
 
 const pgSkip = await pgUnavailable("retention", "the PostgreSQL variant")
@@ -17,13 +20,18 @@ const backends = [
 ] as const
 
 const delivered: Array<string> = []
-const Msg = Schema.TaggedStruct("Wake", { label: Schema.String })
-const Kind = ClusterGrain.make(
-  Grain.make<typeof Msg.Type>()({
-    name: "retained",
-    onReceive: (ctx) => Effect.sync(() => delivered.push(ctx.message.label))
-  }),
-  { message: Msg }
+/** A persisted message due at `at` (what a cluster cron's instant is underneath). */
+class Wake extends Schema.Class<Wake>("test/retention/Wake")({ label: Schema.String, at: Schema.Number }) {
+  [PrimaryKey.symbol](): string {
+    return this.label
+  }
+  [DeliverAt.symbol](): DateTime.DateTime {
+    return DateTime.unsafeMake(this.at)
+  }
+}
+const Retained = Entity.make("retained", [Rpc.make("Wake", { payload: Wake }).annotate(Persisted, true)])
+const RetainedLive = Retained.toLayer(
+  Effect.succeed({ Wake: ({ payload }) => Effect.sync(() => delivered.push(payload.label)) })
 )
 
 /** Rows of the runner's messages table (processed and pending) and of its replies table. */
@@ -64,45 +72,27 @@ for (const backend of backends) {
               yield* Effect.addFinalizer(() =>
                 Effect.gen(function* () {
                   const sql = yield* SqlClient.SqlClient
-                  for (const table of ["messages", "replies", "runners", "locks", "tickwork_reminders"]) {
+                  for (const table of ["messages", "replies", "runners", "locks"]) {
                     yield* Effect.ignore(sql`DROP TABLE IF EXISTS ${sql(`${prefix}_${table}`)}`)
                   }
                 }).pipe(Effect.provide(storage))
               )
               const runner = yield* startRunner(storage, 1, { tablePrefix: prefix, retention })
-              const grains = yield* Layer.buildWithScope(
-                ClusterGrain.layer([Kind]).pipe(
-                  Layer.provideMerge(Reminders.layer()),
-                  Layer.provideMerge(ActorSystem.layer({ name: "retention" }))
-                ),
-                runner.scope
-              ).pipe(Effect.provide(runner.context))
+              const entities = yield* Layer.buildWithScope(RetainedLive, runner.scope).pipe(
+                Effect.provide(runner.context)
+              )
               const inRunner = <A, E>(effect: Effect.Effect<A, E, any>) =>
-                effect.pipe(Effect.provide(grains), Effect.provide(runner.context))
+                effect.pipe(Effect.provide(entities), Effect.provide(runner.context))
+              const send = (label: string, delayMillis: number) =>
+                Effect.gen(function* () {
+                  const client = yield* Retained.client
+                  const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+                  yield* client(label).Wake(new Wake({ label, at: now + delayMillis }), { discard: true })
+                })
               yield* TestClock.adjust(1)
               yield* advance(3, backend.settleMillis)
-              for (let i = 0; i < 5; i++) {
-                yield* inRunner(
-                  Reminders.registerFor(
-                    Kind,
-                    `soon-${i}`,
-                    "r",
-                    { _tag: "Wake", label: `soon-${i}` },
-                    Reminders.after("1 second")
-                  )
-                )
-              }
-              for (let i = 0; i < 3; i++) {
-                yield* inRunner(
-                  Reminders.registerFor(
-                    Kind,
-                    `late-${i}`,
-                    "r",
-                    { _tag: "Wake", label: `late-${i}` },
-                    Reminders.after("2 minutes")
-                  )
-                )
-              }
+              for (let i = 0; i < 5; i++) yield* inRunner(send(`soon-${i}`, 1_000))
+              for (let i = 0; i < 3; i++) yield* inRunner(send(`late-${i}`, 120_000))
               yield* advance(3, backend.settleMillis)
               assert.strictEqual(delivered.length, 5)
               // Delivered and answered, still within the retention period: kept.

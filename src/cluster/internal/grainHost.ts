@@ -48,6 +48,7 @@ import {
   issueOf,
   type KindWire,
   kindsByGrain,
+  type ReminderDeliveries,
   type ReminderDelivery,
   registerLocalKind,
   sendTimedOut,
@@ -231,6 +232,15 @@ const hostKind = <Msg, A, E>(kind: HostedKind<Msg, A, E>, host: Host) =>
         Effect.ignore(client(key).Touch(undefined, { discard: true }))
       ).pipe(Effect.provideService(Sharding, sharding))
       const keepAlive = keepAliveSwitch(entityRuntime, touch)
+      /** One occurrence of a reminder of this grain, handed to the reminders service (in a span of its own). */
+      const remind = (delivery: ReminderDelivery) => {
+        const delivered = Option.isSome(reminders)
+          ? reminders.value.deliver(kind, key, delivery, (message) => registry.tellTracked(kind.grain, key, message))
+          : Effect.logError(
+              `reminder "${delivery.name}" for grain ${kind.name}/${key} arrived on a runner without the Reminders service; it is dropped`
+            )
+        return tracing === undefined ? delivered : reminderSpan(tracing, `${kind.name}/${key}`, delivery, delivered)
+      }
       const id = idOf(kind.name, key)
       keepAliveSinks.set(id, keepAlive.set)
       yield* Effect.addFinalizer(() =>
@@ -258,18 +268,9 @@ const hostKind = <Msg, A, E>(kind: HostedKind<Msg, A, E>, host: Host) =>
             })
           ),
         Touch: () => Effect.void,
-        Remind: (request: { readonly payload: ReminderDelivery }) => {
-          const delivered = Option.isSome(reminders)
-            ? reminders.value.deliver(kind, key, request.payload, (message) =>
-                registry.tellTracked(kind.grain, key, message)
-              )
-            : Effect.logError(
-                `reminder "${request.payload.name}" for grain ${kind.name}/${key} arrived on a runner without the Reminders service; it is dropped`
-              )
-          return tracing === undefined
-            ? delivered
-            : reminderSpan(tracing, `${kind.name}/${key}`, request.payload, delivered)
-        }
+        Remind: (request: { readonly payload: ReminderDelivery }) => remind(request.payload),
+        RemindNow: (request: { readonly payload: ReminderDeliveries }) =>
+          Effect.forEach(request.payload.deliveries, remind, { discard: true })
       })
     })
     yield* sharding.registerEntity(kind.entity, build, { maxIdleTime: kind.maxIdleTime, concurrency: 1 })

@@ -44,6 +44,14 @@ export class ReminderDelivery extends Schema.Class<ReminderDelivery>("tickwork/c
   }
 }
 
+/**
+ * The payload of `RemindNow`: occurrences of the grain's reminders due now, handed over by the runner that holds the
+ * grain's shard (`reminderDispatch.ts`), in order.
+ */
+export class ReminderDeliveries extends Schema.Class<ReminderDeliveries>("tickwork/cluster/ReminderDeliveries")({
+  deliveries: Schema.Array(ReminderDelivery)
+}) {}
+
 /** A cause as it crosses processes: errors and defects become plain, printable values. */
 const WireCause = Schema.Cause({ error: Schema.Defect, defect: Schema.Defect })
 
@@ -81,7 +89,9 @@ export const askFailure = <E>(error: Schema.Schema<E, unknown>): Schema.Schema<A
 type MessagePayload<Msg> = Schema.Struct<{ message: Schema.Schema<Msg, unknown> }>
 
 /**
- * The entity protocol of a grain kind: tell, ask, a no-op touch (it refreshes idle time), and reminder delivery.
+ * The entity protocol of a grain kind: tell, ask, a no-op touch (it refreshes idle time), and reminder delivery:
+ * `RemindNow` (not persisted: the reminder's row is what is durable) for the occurrences a runner's dispatcher hands
+ * over, `Remind` (persisted) for an operator's trigger and for occurrences stored as messages by earlier versions.
  * `Ask` succeeds with the reply (undefined without a reply schema) or fails with an `AskFailure`.
  */
 export type GrainRpcs<Msg, A, E> =
@@ -89,6 +99,7 @@ export type GrainRpcs<Msg, A, E> =
   | Rpc.Rpc<"Ask", MessagePayload<Msg>, Schema.Schema<A | undefined, unknown>, Schema.Schema<AskFailure<E>, unknown>>
   | Rpc.Rpc<"Touch">
   | Rpc.Rpc<"Remind", typeof ReminderDelivery>
+  | Rpc.Rpc<"RemindNow", typeof ReminderDeliveries>
 
 /** The entity a grain kind becomes. */
 export type GrainEntity<Msg, A, E> = Entity.Entity<string, GrainRpcs<Msg, A, E>>
@@ -122,7 +133,8 @@ export const makeEntity = <Msg, A, E>(
     Rpc.make("Touch"),
     Rpc.make("Remind", { payload: ReminderDelivery })
       .annotate(ClusterSchema.Persisted, true)
-      .annotate(ClusterSchema.Uninterruptible, true)
+      .annotate(ClusterSchema.Uninterruptible, true),
+    Rpc.make("RemindNow", { payload: ReminderDeliveries }).annotate(ClusterSchema.Uninterruptible, true)
   ])
 }
 

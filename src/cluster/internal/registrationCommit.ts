@@ -1,48 +1,41 @@
 /**
  * Group commit of single registrations (`Reminders.register` / `registerFor`, from many fibers): each caller's checked
  * registration goes through `groupCommit.ts`, and the worker writes what is queued with registration's batch writer
- * (`occurrenceSql.ts`: one statement on PostgreSQL, one transaction on SQLite, for up to `MAX_BATCH` registrations).
- * What each caller sees is what registering alone gives: its own result (made by the caller), its own typed error (a
- * failed batch is written again one registration at a time), and the later of two registrations of the same reminder
- * wins, as registering them one after the other would.
+ * (`Reminders.ts`' `write`: one statement on PostgreSQL, one transaction on SQLite, for up to `MAX_BATCH`
+ * registrations). What each caller sees is what registering alone gives: its own result (made by the caller), its own
+ * typed error (a failed batch is written again one registration at a time), and the later of two registrations of the
+ * same reminder wins, as registering them one after the other would.
  *
- * Two things of the caller's fiber reach a write, and are kept:
- * - its request headers (`RpcClient.currentHeaders`), stored with the first occurrence: a batch is written in groups
- *   of the same kind and headers (one transaction when there are several groups);
- * - its SQL transaction: a caller inside one (a cluster cron's `execute`, a `sql.withTransaction` of the
- *   application's) writes in that transaction itself, as before, committed or rolled back with it; on SQLite, whose
- *   one connection the transaction holds, the worker could not write before it ends.
+ * A caller inside a SQL transaction (a cluster cron's `execute`, a `sql.withTransaction` of the application's) writes
+ * in that transaction itself, as before, committed or rolled back with it; on SQLite, whose one connection the
+ * transaction holds, the worker could not write before it ends.
  *
  * @internal
  */
-import type * as Headers from "@effect/platform/Headers"
-import * as RpcClient from "@effect/rpc/RpcClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import type { AnyKindWire } from "./grainProtocol.js"
 import * as GroupCommit from "./groupCommit.js"
-import type { Registered } from "./occurrenceSql.js"
+import type { Prepared } from "./reminderSql.js"
 
-/** Registrations a batch takes at most: one PostgreSQL statement's worth (`occurrenceSql.ts`'s `PG_CHUNK`). */
+/** Registrations a batch takes at most: one PostgreSQL statement's worth (`ReminderSql.PG_CHUNK`). */
 export const MAX_BATCH = 1_000
 
 interface Pending {
   readonly kind: AnyKindWire
-  readonly entry: Registered
-  readonly headers: Headers.Headers
+  readonly entry: Prepared
 }
 
 export interface RegistrationCommit<E> {
-  /** Writes one checked registration (its row and first occurrence), sharing the write with other callers'. */
-  readonly register: (kind: AnyKindWire, entry: Registered) => Effect.Effect<void, E>
+  /** Writes one checked registration (its row), sharing the write with other callers'. */
+  readonly register: (kind: AnyKindWire, entry: Prepared) => Effect.Effect<void, E>
 }
 
 export const make = <E>(options: {
-  /** Registration's batch writer: the rows and first occurrences of one kind, all or none; each (key, name) once. */
-  readonly write: (kind: AnyKindWire, registered: ReadonlyArray<Registered>) => Effect.Effect<void, E>
+  /** Registration's batch writer: the rows of one kind, all or none; each (key, name) once. */
+  readonly write: (kind: AnyKindWire, prepared: ReadonlyArray<Prepared>) => Effect.Effect<void, E>
   /** Runs `effect` in one transaction (several groups of one batch: one commit), its storage error as an `E`. */
   readonly transaction: <A, E2>(effect: Effect.Effect<A, E2>) => Effect.Effect<A, E | E2>
   /** A caller's failure when the service closes before its registration is written (see `groupCommit.ts`). */
@@ -58,22 +51,14 @@ export const make = <E>(options: {
         const idOf = ({ entry, kind }: Pending) => JSON.stringify([kind.name, entry.key, entry.row.name])
         const last = new Map<string, number>()
         for (let i = 0; i < items.length; i++) last.set(idOf(items[i]!), i)
-        const groups = new Map<AnyKindWire, Map<string, { headers: Headers.Headers; registered: Array<Registered> }>>()
+        const groups = new Map<AnyKindWire, Array<Prepared>>()
         items.forEach((item, i) => {
           if (last.get(idOf(item)) !== i) return
-          const { entry, headers, kind } = item
-          let byHeaders = groups.get(kind)
-          if (byHeaders === undefined) groups.set(kind, (byHeaders = new Map()))
-          const key = JSON.stringify(headers)
-          let group = byHeaders.get(key)
-          if (group === undefined) byHeaders.set(key, (group = { headers, registered: [] }))
-          group.registered.push(entry)
+          let group = groups.get(item.kind)
+          if (group === undefined) groups.set(item.kind, (group = []))
+          group.push(item.entry)
         })
-        const writes = Array.from(groups, ([kind, byHeaders]) =>
-          Array.from(byHeaders.values(), ({ headers, registered }) =>
-            Effect.locally(options.write(kind, registered), RpcClient.currentHeaders, headers)
-          )
-        ).flat()
+        const writes = Array.from(groups, ([kind, prepared]) => options.write(kind, prepared))
         const done = items.map(() => undefined)
         return writes.length === 1
           ? Effect.as(writes[0]!, done)
@@ -83,11 +68,7 @@ export const make = <E>(options: {
     return {
       register: (kind, entry) =>
         Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
-          Option.isSome(transaction)
-            ? options.write(kind, [entry])
-            : Effect.flatMap(FiberRef.get(RpcClient.currentHeaders), (headers) =>
-                commits.submit({ kind, entry, headers })
-              )
+          Option.isSome(transaction) ? options.write(kind, [entry]) : commits.submit({ kind, entry })
         )
     }
   })

@@ -70,40 +70,70 @@ export const rowOf = (raw: RawRow): ReminderRow => ({
   timeZone: raw.time_zone ?? undefined
 })
 
-/** Rows per multi-row upsert: 9 parameters each, well under SQLite's and PostgreSQL's parameter limits. */
+/** Rows per multi-row upsert: 10 parameters each, well under SQLite's and PostgreSQL's parameter limits. */
 export const UPSERT_CHUNK = 500
+
+/**
+ * Registrations per PostgreSQL statement: one JSON parameter whatever the count (binding thousands of parameters costs
+ * more than the inserts), so this only bounds a statement's size; more are several statements in one transaction.
+ */
+export const PG_CHUNK = 1_000
+
+/** A checked registration: the grain's key and the reminder's row. */
+export interface Prepared {
+  readonly key: string
+  readonly row: ReminderRow
+}
+
+/**
+ * One reminder to write: the grain's key, the row, and the shard of the grain's entity (`ShardId.toString()`), which
+ * the runner holding that shard scans for due reminders (`reminderDispatch.ts`).
+ */
+export interface Registered extends Prepared {
+  readonly shardId: string
+}
+
+/** A reminder the scan of a runner's shards found due within its window. */
+export interface DueRow {
+  readonly kind: string
+  readonly key: string
+  readonly name: string
+  readonly generation: string
+  readonly due: number
+}
 
 export const chunks = <A>(items: ReadonlyArray<A>, size = UPSERT_CHUNK): ReadonlyArray<ReadonlyArray<A>> =>
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
 
 export interface ReminderSql {
   /**
-   * The multi-row upsert of `rows` as a statement not yet run, to run alone or inside another (a (key, name) must
-   * appear once; at most `UPSERT_CHUNK` rows).
+   * Writes the reminders `registered` of `kind` (each (key, name) once), replacing those of the same (key, name): on
+   * PostgreSQL one statement per `PG_CHUNK`, on SQLite one multi-row statement per `UPSERT_CHUNK`. Several statements
+   * are atomic only inside the caller's transaction.
    */
-  readonly upsertStatement: (
-    kind: string,
-    rows: ReadonlyArray<{ readonly key: string; readonly row: ReminderRow }>
-  ) => Statement.Statement<Row>
-  /**
-   * The upsert of the rows `select` yields, as a statement not yet run: `select` gives the columns `kind, grain_key,
-   * name, generation, message, next_due, period_millis, cron, time_zone` in that order, each (kind, key, name) once.
-   */
-  readonly upsertSelect: (select: Statement.Fragment) => Statement.Statement<Row>
+  readonly write: (kind: string, registered: ReadonlyArray<Registered>) => Effect.Effect<void, SqlError>
+  /** How many statements `write` takes for `count` registrations (more than one: run it in a transaction). */
+  readonly statementsFor: (count: number) => number
+  /** `write` of one reminder whose shard no runner scans (for tests of the table itself). */
   readonly upsert: (kind: string, key: string, row: ReminderRow) => Effect.Effect<void, SqlError>
   /**
    * The update of the reminder (kind, key, `row.name`) to `row`, only while its generation is still `expected`, as a
    * statement not yet run: it returns the row it changed (`grain_key, name`), none when the reminder was removed or
    * registered again meanwhile.
    */
-  readonly replaceStatement: (kind: string, key: string, row: ReminderRow, expected: string) => Statement.Statement<Row>
+  readonly replaceStatement: (kind: string, entry: Registered, expected: string) => Statement.Statement<Row>
   /** `replaceStatement`, run: true when the row was changed. */
-  readonly replace: (kind: string, key: string, row: ReminderRow, expected: string) => Effect.Effect<boolean, SqlError>
-  /** `upsert` of many rows, `UPSERT_CHUNK` per statement; a (key, name) must appear once. */
-  readonly upsertMany: (
-    kind: string,
-    rows: ReadonlyArray<{ readonly key: string; readonly row: ReminderRow }>
-  ) => Effect.Effect<void, SqlError>
+  readonly replace: (kind: string, entry: Registered, expected: string) => Effect.Effect<boolean, SqlError>
+  /**
+   * The reminders of the shards `shards` due at `until` or before, the earliest first, at most `limit`: what a runner
+   * holding those shards delivers next. Rows written before reminders had a shard column (`shard_id` null) are not
+   * found: their occurrence is a persisted message, which delivers them once and gives them the column.
+   */
+  readonly due: (
+    shards: ReadonlyArray<string>,
+    until: number,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<DueRow>, SqlError>
   readonly get: (kind: string, key: string, name: string) => Effect.Effect<ReminderRow | undefined, SqlError>
   /** `get` as a statement not yet run (to read with more beside it); `rowOf` reads its row. */
   readonly getStatement: (kind: string, key: string, name: string) => Statement.Statement<RawRow>
@@ -129,7 +159,9 @@ export interface ReminderSql {
     key: string,
     name: string,
     generation: string,
-    write: { readonly _tag: "advance"; readonly nextDue: number } | { readonly _tag: "remove" | "current" }
+    write:
+      | { readonly _tag: "advance"; readonly nextDue: number; readonly shardId: string }
+      | { readonly _tag: "remove" | "current" }
   ) => Statement.Statement<Row>
   /** Moves the reminder to its next occurrence, only if `generation` is still current: true when it did. */
   readonly advance: (
@@ -137,14 +169,23 @@ export interface ReminderSql {
     key: string,
     name: string,
     generation: string,
-    nextDue: number
+    nextDue: number,
+    shardId: string
   ) => Effect.Effect<boolean, SqlError>
   /** Deletes the reminder; with a generation, only if it is still current. True when a row was deleted. */
   readonly remove: (kind: string, key: string, name: string, generation?: string) => Effect.Effect<boolean, SqlError>
 }
 
 /** A reminder's row as its table's columns, but for the kind. */
-export const rowColumns = (key: string, row: ReminderRow) => ({
+const rowColumns = ({
+  key,
+  row,
+  shardId
+}: {
+  readonly key: string
+  readonly row: ReminderRow
+  readonly shardId: string | null
+}) => ({
   grain_key: key,
   name: row.name,
   generation: row.generation,
@@ -152,7 +193,8 @@ export const rowColumns = (key: string, row: ReminderRow) => ({
   next_due: row.nextDue,
   period_millis: row.periodMillis ?? null,
   cron: row.cron ?? null,
-  time_zone: row.timeZone ?? null
+  time_zone: row.timeZone ?? null,
+  shard_id: shardId
 })
 
 /** Whether a statement touched a row. */
@@ -164,26 +206,42 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
     // Rows are read by their column names: no name transforms the client may be configured with.
     const sql = client.withoutTransforms()
     const table = sql(tableName)
-    yield* createTables(sql`CREATE TABLE IF NOT EXISTS ${table} (
-      kind TEXT NOT NULL,
-      grain_key TEXT NOT NULL,
-      name TEXT NOT NULL,
-      generation TEXT NOT NULL,
-      message TEXT NOT NULL,
-      next_due BIGINT NOT NULL,
-      period_millis BIGINT,
-      cron TEXT,
-      time_zone TEXT,
-      PRIMARY KEY (kind, grain_key, name)
-    )`)
-    const columns = (kind: string, key: string, row: ReminderRow) => ({ kind, ...rowColumns(key, row) })
+    const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+    yield* createTables(
+      Effect.gen(function* () {
+        yield* sql`CREATE TABLE IF NOT EXISTS ${table} (
+          kind TEXT NOT NULL,
+          grain_key TEXT NOT NULL,
+          name TEXT NOT NULL,
+          generation TEXT NOT NULL,
+          message TEXT NOT NULL,
+          next_due BIGINT NOT NULL,
+          period_millis BIGINT,
+          cron TEXT,
+          time_zone TEXT,
+          shard_id TEXT,
+          PRIMARY KEY (kind, grain_key, name)
+        )`
+        // A table made before reminders were delivered from their rows has no shard column: added (null in its rows).
+        if (pg) {
+          yield* sql`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS shard_id TEXT`
+        } else {
+          const columns = yield* sql<{ readonly name: string }>`SELECT name FROM pragma_table_info(${tableName})`
+          if (!columns.some(({ name }) => name === "shard_id"))
+            yield* sql`ALTER TABLE ${table} ADD COLUMN shard_id TEXT`
+        }
+        yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${tableName}_due_idx`)} ON ${table} (next_due)`
+      })
+    )
     const onConflict = sql`ON CONFLICT (kind, grain_key, name) DO UPDATE SET
       generation = excluded.generation, message = excluded.message, next_due = excluded.next_due,
-      period_millis = excluded.period_millis, cron = excluded.cron, time_zone = excluded.time_zone`
+      period_millis = excluded.period_millis, cron = excluded.cron, time_zone = excluded.time_zone,
+      shard_id = excluded.shard_id`
     const select = sql`SELECT name, generation, message, next_due, period_millis, cron, time_zone FROM ${table}`
-    const replaceStatement = (kind: string, key: string, row: ReminderRow, expected: string) =>
+    const replaceStatement = (kind: string, { key, row, shardId }: Registered, expected: string) =>
       sql`UPDATE ${table} SET generation = ${row.generation}, message = ${row.message}, next_due = ${row.nextDue},
-          period_millis = ${row.periodMillis ?? null}, cron = ${row.cron ?? null}, time_zone = ${row.timeZone ?? null}
+          period_millis = ${row.periodMillis ?? null}, cron = ${row.cron ?? null}, time_zone = ${row.timeZone ?? null},
+          shard_id = ${shardId}
         WHERE kind = ${kind} AND grain_key = ${key} AND name = ${row.name} AND generation = ${expected}
         RETURNING grain_key, name`
     const getStatement = (kind: string, key: string, name: string) =>
@@ -192,28 +250,67 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
       const where = sql`WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name} AND generation = ${generation}`
       switch (write._tag) {
         case "advance":
-          // Not when it is there already: an attempt written again after a commit whose answer was lost.
-          return sql`UPDATE ${table} SET next_due = ${write.nextDue} ${where} AND next_due <> ${write.nextDue}
-            RETURNING name`
+          // Not when it is there already: an attempt written again after a commit whose answer was lost. The shard
+          // is written too: a row from before the shard column gets it with its first advance.
+          return sql`UPDATE ${table} SET next_due = ${write.nextDue}, shard_id = ${write.shardId}
+            ${where} AND next_due <> ${write.nextDue} RETURNING name`
         case "current":
           return sql`UPDATE ${table} SET generation = generation ${where} RETURNING name`
         case "remove":
           return sql`DELETE FROM ${table} ${where} RETURNING name`
       }
     }
-    const upsertStatement: ReminderSql["upsertStatement"] = (kind, rows) =>
-      sql`INSERT INTO ${table} ${sql.insert(rows.map(({ key, row }) => columns(kind, key, row)))} ${onConflict}`
+    const sqliteWrite = (
+      kind: string,
+      rows: ReadonlyArray<Registered | (Omit<Registered, "shardId"> & { shardId: null })>
+    ) =>
+      Effect.forEach(
+        chunks(rows),
+        (chunk) =>
+          sql`INSERT INTO ${table} ${sql.insert(chunk.map((entry) => ({ kind, ...rowColumns(entry) })))} ${onConflict}`,
+        { discard: true }
+      )
+    // PostgreSQL: the rows as one JSON parameter, turned into a record set by the server.
+    const pgWrite = (kind: string, rows: ReadonlyArray<Registered>) =>
+      Effect.forEach(
+        chunks(rows, PG_CHUNK),
+        (chunk) =>
+          sql`INSERT INTO ${table} (kind, grain_key, name, generation, message, next_due, period_millis, cron,
+              time_zone, shard_id)
+            SELECT ${kind}::text, grain_key, name, generation, message, next_due, period_millis, cron, time_zone, shard_id
+            FROM json_to_recordset(${JSON.stringify(chunk.map(rowColumns))}::json) AS x(grain_key text, name text,
+              generation text, message text, next_due bigint, period_millis bigint, cron text, time_zone text,
+              shard_id text)
+            ${onConflict}`,
+        { discard: true }
+      )
     return {
-      upsertSelect: (select) =>
-        sql`INSERT INTO ${table} (kind, grain_key, name, generation, message, next_due, period_millis, cron, time_zone)
-          ${select} ${onConflict}`,
-      upsertStatement,
-      upsert: (kind, key, row) => Effect.asVoid(upsertStatement(kind, [{ key, row }])),
-      replaceStatement: (kind, key, row, expected) => replaceStatement(kind, key, row, expected),
-      replace: (kind, key, row, expected) =>
-        Effect.map(replaceStatement(kind, key, row, expected), (rows) => rows.length > 0),
-      upsertMany: (kind, rows) =>
-        Effect.forEach(chunks(rows), (chunk) => upsertStatement(kind, chunk), { discard: true }),
+      write: (kind, registered) => (pg ? pgWrite(kind, registered) : sqliteWrite(kind, registered)),
+      statementsFor: (count) => Math.ceil(count / (pg ? PG_CHUNK : UPSERT_CHUNK)),
+      upsert: (kind, key, row) => sqliteWrite(kind, [{ key, row, shardId: null }]),
+      replaceStatement,
+      replace: (kind, entry, expected) => touched(replaceStatement(kind, entry, expected)),
+      due: (shards, until, limit) =>
+        shards.length === 0
+          ? Effect.succeed([])
+          : Effect.map(
+              sql<{
+                readonly kind: string
+                readonly grain_key: string
+                readonly name: string
+                readonly generation: string
+                readonly next_due: number | string | bigint
+              }>`SELECT kind, grain_key, name, generation, next_due FROM ${table}
+                WHERE next_due <= ${until} AND ${sql.in("shard_id", shards)} ORDER BY next_due LIMIT ${limit}`,
+              (rows) =>
+                rows.map((raw) => ({
+                  kind: raw.kind,
+                  key: raw.grain_key,
+                  name: raw.name,
+                  generation: raw.generation,
+                  due: Number(raw.next_due)
+                }))
+            ),
       byKeys: (kind, keys) =>
         Effect.map(
           Effect.forEach(
@@ -237,8 +334,8 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
         (rows) => rows.map((raw) => ({ kind: raw.kind, key: raw.grain_key, row: rowOf(raw) }))
       ),
       finalStatement,
-      advance: (kind, key, name, generation, nextDue) =>
-        touched(finalStatement(kind, key, name, generation, { _tag: "advance", nextDue })),
+      advance: (kind, key, name, generation, nextDue, shardId) =>
+        touched(finalStatement(kind, key, name, generation, { _tag: "advance", nextDue, shardId })),
       remove: (kind, key, name, generation) =>
         touched(
           generation === undefined

@@ -290,6 +290,11 @@ export interface RunnerMessageStorage {
   readonly sql: SqlClient.SqlClient
   readonly prefix: string
   readonly pollMillis: number
+  /** The shard groups the runner is assigned, and the shards in each: what reminders' dispatcher scans. */
+  readonly shardGroups: ReadonlyArray<string>
+  readonly shardsPerGroup: number
+  /** Local arming's window; undefined when it is off (reminders are then delivered by the poll's scan, as messages). */
+  readonly armingWindowMillis: number | undefined
 }
 
 export const runnerStorages = new WeakMap<object, RunnerMessageStorage>()
@@ -306,7 +311,10 @@ const layerRunnerScope = (options: RunnerOptions) =>
       runnerStorages.set(sharding, {
         sql,
         prefix: options.prefix,
-        pollMillis: Option.isSome(poll) && Duration.isFinite(poll.value) ? Duration.toMillis(poll.value) : 1_000
+        pollMillis: Option.isSome(poll) && Duration.isFinite(poll.value) ? Duration.toMillis(poll.value) : 1_000,
+        shardGroups: options.config.assignedShardGroups,
+        shardsPerGroup: options.config.shardsPerGroup,
+        armingWindowMillis: options.armingWindowMillis
       })
     })
   )

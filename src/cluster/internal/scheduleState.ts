@@ -132,6 +132,47 @@ export const unguarded = (
 ): Effect.Effect<void, SqlError> =>
   Effect.forEach(statements, (statement) => statement(sql`1 = 1`, false), { discard: true })
 
+/**
+ * `condition` (a statement returning the rows it changed, e.g. a reminder's advance conditional on its generation)
+ * and, only when it changed one, the `guarded` statements (e.g. the run of the occurrence): on PostgreSQL one
+ * statement of data-modifying CTEs (each guarded statement gets `EXISTS (SELECT 1 FROM guard)` to put in its WHERE
+ * clause, and `sameSnapshot` true: it does not see the others' changes), on SQLite one transaction. True when the
+ * condition held. `"deferred"`: on PostgreSQL the commit does not wait for the WAL flush (`synchronous_commit` off
+ * for that transaction, the caller's when there is one), for a write whose loss in a crash of the database only
+ * repeats work (at least once).
+ */
+export const guardedWrite = (
+  client: SqlClient.SqlClient,
+  condition: Statement.Statement<Row>,
+  guarded: ReadonlyArray<Guarded>,
+  commit: "durable" | "deferred" = "durable"
+): Effect.Effect<boolean, SqlError> => {
+  const sql = client.withoutTransforms()
+  return sql.onDialectOrElse({
+    pg: () => {
+      const guard = sql`EXISTS (SELECT 1 FROM guard)`
+      const parts = [
+        sql`guard AS (${condition})`,
+        ...guarded.map((statement, i) => sql`${sql(`guarded_${i}`)} AS (${statement(guard, true)})`),
+        ...(commit === "deferred" ? [sql`deferred AS (SELECT set_config('synchronous_commit', 'off', true) AS v)`] : [])
+      ]
+      const selected = commit === "deferred" ? sql`, (SELECT v FROM deferred) AS deferred` : sql``
+      return Effect.map(
+        sql<{
+          readonly written: unknown
+        }>`WITH ${sql.csv(parts)} SELECT (SELECT count(*) FROM guard) AS written${selected}`,
+        (result) => Number(result[0]?.written ?? 0) > 0
+      )
+    },
+    orElse: () =>
+      sql.withTransaction(
+        Effect.flatMap(condition, (rows) =>
+          rows.length === 0 ? Effect.succeed(false) : Effect.as(unguarded(sql, guarded), true)
+        )
+      )
+  })
+}
+
 export const tableNames = Effect.map(Tables, ({ prefix }) => ({
   state: `${prefix}_tickwork_schedule_state`,
   runs: `${prefix}_tickwork_schedule_runs`

@@ -1,0 +1,323 @@
+/**
+ * Delivery of durable reminders on a runner, from their rows (the way Orleans' reminder service works): storage holds
+ * each pending reminder as one row with its next due time and the shard of its grain; the runner that holds a shard
+ * delivers that shard's reminders.
+ *
+ * - **Scan.** Every poll interval, and at once when asked (a page delivered, a shard taken over), one statement reads
+ *   the reminders of the shards this runner holds due within the window, the earliest first, a page at most.
+ * - **Arm.** Each one found, and each one this runner writes itself (a registration, an update, a next occurrence),
+ *   waits in memory for its due time: one heap of due times and one wake-up of the dispatcher at the earliest. Nothing
+ *   of a reminder is in memory before it comes within the window, so a million pending cost storage only.
+ * - **Deliver.** When due, the occurrences of one grain go to it together in one message that is not persisted (the
+ *   grain's `RemindNow`): its entity, on this runner since its shard is, hands each occurrence to the reminders'
+ *   `deliver` in turn, which reads the row again, lets the grain handle it and moves the row on. At most
+ *   `MAX_SENDING` grains are sent to at once; the rest wait their turn in order.
+ *
+ * The row is the only truth, and it moves on only once the grain handled the occurrence. So a runner that dies loses
+ * only what it had in memory: the shard's next owner scans the rows, still due, and delivers them (at least once). A
+ * send that fails (the shard moved meanwhile, the grain's kind not registered here yet) leaves the row as it is; the
+ * occurrence is found again by a scan after a pause (`COOLDOWN_MILLIS`). An occurrence armed on two runners during a
+ * shard move reaches the one entity of its grain twice, one after the other: the second finds the row moved past it
+ * and is dropped.
+ *
+ * @internal
+ */
+import * as ShardId from "@effect/cluster/ShardId"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as FiberSet from "effect/FiberSet"
+import type * as Scope from "effect/Scope"
+import { isolated } from "../../internal/logContext.js"
+import { scheduleEvents } from "../../Metrics.js"
+import type { DueRow } from "./reminderSql.js"
+
+/** Reminders a scan reads at most: the next page is read when half of it was delivered. */
+export const PAGE = 1_024
+
+/** Grains sent to at once. */
+export const MAX_SENDING = 256
+
+/** Occurrences of one grain in one message at most. */
+export const MAX_PER_SEND = 64
+
+/** How long an occurrence whose send failed is left to the next scans before it is armed again. */
+export const COOLDOWN_MILLIS = 1_000
+
+/** A reminder's identity on the dispatcher. */
+const idOf = (kind: string, key: string, name: string): string => `${kind}\u0000${key}\u0000${name}`
+
+interface Entry {
+  readonly row: DueRow
+  /** Armed: waits in the heap; sending: handed to its grain, not armed again until that ends. */
+  state: "armed" | "sending"
+  /** The occurrence after it, armed while it was being sent: armed once the send ends. */
+  next: DueRow | undefined
+}
+
+/**
+ * A min-heap of (due, id) pairs, those of one due time in the order they were pushed (a scan's order, the oldest
+ * first); an element whose entry changed since is skipped when it comes up.
+ */
+class DueHeap {
+  private readonly dues: Array<number> = []
+  private readonly seqs: Array<number> = []
+  private readonly ids: Array<string> = []
+  private pushed = 0
+
+  get size(): number {
+    return this.dues.length
+  }
+
+  peek(): number | undefined {
+    return this.dues[0]
+  }
+
+  private before(i: number, due: number, seq: number): boolean {
+    const d = this.dues[i]!
+    return d < due || (d === due && this.seqs[i]! < seq)
+  }
+
+  private place(i: number, due: number, seq: number, id: string): void {
+    this.dues[i] = due
+    this.seqs[i] = seq
+    this.ids[i] = id
+  }
+
+  push(due: number, id: string): void {
+    const seq = this.pushed++
+    let i = this.dues.length
+    this.dues.push(due)
+    this.seqs.push(seq)
+    this.ids.push(id)
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      if (this.before(parent, due, seq)) break
+      this.place(i, this.dues[parent]!, this.seqs[parent]!, this.ids[parent]!)
+      i = parent
+    }
+    this.place(i, due, seq, id)
+  }
+
+  /** Removes the earliest; its id. */
+  pop(): string {
+    const top = this.ids[0]!
+    const due = this.dues.pop()!
+    const seq = this.seqs.pop()!
+    const id = this.ids.pop()!
+    const n = this.dues.length
+    if (n > 0) {
+      let i = 0
+      for (;;) {
+        const left = 2 * i + 1
+        if (left >= n) break
+        const right = left + 1
+        const child = right < n && this.before(right, this.dues[left]!, this.seqs[left]!) ? right : left
+        if (!this.before(child, due, seq)) break
+        this.place(i, this.dues[child]!, this.seqs[child]!, this.ids[child]!)
+        i = child
+      }
+      this.place(i, due, seq, id)
+    }
+    return top
+  }
+}
+
+export interface Dispatcher {
+  /**
+   * A reminder this runner wrote on a shard it holds (registered, updated, or moved to its next occurrence): armed
+   * now when it is due within the window (a later one is left to the scans).
+   */
+  readonly arm: (row: DueRow) => void
+  /** Reminders this runner wrote that the scans will find: a scan soon (another runner's shard is not scanned here). */
+  readonly scanSoon: () => void
+}
+
+export interface Options {
+  /** The shards this runner holds now, as `ShardId.toString()`. */
+  readonly heldShards: () => ReadonlyArray<string>
+  /** Whether the grain (kind, key) is on a shard this runner holds. */
+  readonly holds: (kind: string, key: string) => boolean
+  /** The reminders of `shards` due by `until`, the earliest first, at most `limit` (`ReminderSql.due`). */
+  readonly scan: (
+    shards: ReadonlyArray<string>,
+    until: number,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<DueRow>, SqlError>
+  /** Hands the occurrences to the grain (kind, key) and waits until it handled them; fails when it could not. */
+  readonly send: (kind: string, key: string, rows: ReadonlyArray<DueRow>) => Effect.Effect<void, unknown>
+  /** The storage poll interval: a scan at least this often. */
+  readonly pollMillis: number
+  /** How far ahead of its due time a scan arms a reminder. */
+  readonly windowMillis: number
+}
+
+/** The shards of the groups `groups` (`shardsPerGroup` each) this runner holds, by `holds`. */
+export const heldShardsOf =
+  (groups: ReadonlyArray<string>, shardsPerGroup: number, holds: (shard: ShardId.ShardId) => boolean) => () => {
+    const held: Array<string> = []
+    for (const group of groups) {
+      for (let id = 1; id <= shardsPerGroup; id++) {
+        const shard = ShardId.make(group, id)
+        if (holds(shard)) held.push(shard.toString())
+      }
+    }
+    return held
+  }
+
+/** The dispatcher of one runner's reminders, running in the scope until it closes. */
+export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const clock = yield* Effect.clock
+    const fibers = yield* FiberSet.make()
+    const runFork = yield* FiberSet.runtime(fibers)()
+    const entries = new Map<string, Entry>()
+    const heap = new DueHeap()
+    const cooldown = new Map<string, number>()
+    /** Grains whose occurrences wait for one of the `MAX_SENDING` places, in order. */
+    const waiting: Array<ReadonlyArray<DueRow>> = []
+    let sending = 0
+    /** How many entries the last scan found; a full page asks for the next when half of it is delivered. */
+    let lastPage = 0
+    let scanRequested = true
+    let nextScanAt = 0
+    let wakeAt = Number.POSITIVE_INFINITY
+    const wake = Effect.unsafeMakeLatch(false)
+
+    const armRow = (row: DueRow, id: string): void => {
+      const entry = entries.get(id)
+      if (entry !== undefined) {
+        if (entry.state === "sending") {
+          if (entry.row.generation !== row.generation || entry.row.due !== row.due) entry.next = row
+          return
+        }
+        if (entry.row.generation === row.generation && entry.row.due === row.due) return
+      }
+      entries.set(id, { row, state: "armed", next: undefined })
+      heap.push(row.due, id)
+      if (row.due < wakeAt) wake.unsafeOpen()
+    }
+
+    const arm = (row: DueRow): void => {
+      if (row.due > clock.unsafeCurrentTimeMillis() + options.windowMillis) return
+      const id = idOf(row.kind, row.key, row.name)
+      cooldown.delete(id)
+      armRow(row, id)
+    }
+
+    const scanSoon = () => {
+      scanRequested = true
+      wake.unsafeOpen()
+    }
+
+    /** The send of one grain's occurrences ended: their places are free, and what was armed meanwhile is armed. */
+    const ended = (rows: ReadonlyArray<DueRow>, failed: boolean) => {
+      sending--
+      const now = clock.unsafeCurrentTimeMillis()
+      for (const row of rows) {
+        const id = idOf(row.kind, row.key, row.name)
+        const entry = entries.get(id)
+        if (entry === undefined || entry.row !== row) continue
+        entries.delete(id)
+        if (entry.next !== undefined) armRow(entry.next, id)
+        else if (failed) cooldown.set(id, now + COOLDOWN_MILLIS)
+      }
+      if (lastPage >= PAGE && entries.size <= PAGE / 2) scanSoon()
+      startSends()
+    }
+
+    const startSends = () => {
+      while (sending < MAX_SENDING && waiting.length > 0) {
+        const rows = waiting.shift()!
+        const { key, kind } = rows[0]!
+        sending++
+        runFork(
+          options.send(kind, key, rows).pipe(
+            Effect.matchCauseEffect({
+              onFailure: (cause) =>
+                Effect.zipRight(
+                  Effect.sync(() => ended(rows, true)),
+                  Cause.isInterruptedOnly(cause)
+                    ? Effect.void
+                    : Effect.logDebug(
+                        `reminders of grain ${kind}/${key} not handed over; found again by a scan in ${COOLDOWN_MILLIS} ms`,
+                        cause
+                      )
+                ),
+              onSuccess: () => Effect.sync(() => ended(rows, false))
+            })
+          )
+        )
+      }
+    }
+
+    /** Hands every occurrence due by `now` to its grain, a grain's together. */
+    const fire = (now: number) => {
+      const byGrain = new Map<string, Array<DueRow>>()
+      while (heap.size > 0 && heap.peek()! <= now) {
+        const id = heap.pop()
+        const entry = entries.get(id)
+        if (entry === undefined || entry.state !== "armed" || entry.row.due > now) continue
+        if (!options.holds(entry.row.kind, entry.row.key)) {
+          // The shard moved away: its new owner scans it.
+          entries.delete(id)
+          continue
+        }
+        entry.state = "sending"
+        const grain = `${entry.row.kind}\u0000${entry.row.key}`
+        let rows = byGrain.get(grain)
+        if (rows === undefined || rows.length >= MAX_PER_SEND) {
+          if (rows !== undefined) waiting.push(rows)
+          byGrain.set(grain, (rows = []))
+        }
+        rows.push(entry.row)
+      }
+      for (const rows of byGrain.values()) waiting.push(rows)
+      startSends()
+    }
+
+    const scan = (now: number) =>
+      Effect.gen(function* () {
+        const shards = options.heldShards()
+        const rows = yield* options.scan(shards, now + options.windowMillis, PAGE)
+        lastPage = rows.length
+        for (const row of rows) {
+          const id = idOf(row.kind, row.key, row.name)
+          const until = cooldown.get(id)
+          if (until !== undefined) {
+            if (until > now) continue
+            cooldown.delete(id)
+          }
+          armRow(row, id)
+        }
+        for (const [id, until] of cooldown) if (until <= now) cooldown.delete(id)
+      }).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.zipRight(
+            Effect.sync(() => scheduleEvents("storage_retry").unsafeUpdate(1, [])),
+            Effect.logWarning("reminders: could not read the due reminders; tried again at the next poll", cause)
+          )
+        )
+      )
+
+    const loop = Effect.gen(function* () {
+      for (;;) {
+        const now = yield* Clock.currentTimeMillis
+        if (scanRequested || now >= nextScanAt) {
+          scanRequested = false
+          nextScanAt = now + options.pollMillis
+          yield* scan(now)
+        }
+        // From the latch's closing to the wait, nothing yields: an `arm` or `scanSoon` meanwhile opens it again.
+        wake.unsafeClose()
+        const at = clock.unsafeCurrentTimeMillis()
+        fire(at)
+        wakeAt = Math.min(heap.peek() ?? Number.POSITIVE_INFINITY, nextScanAt)
+        if (wakeAt > at && !scanRequested) yield* Effect.timeoutOption(wake.await, wakeAt - at)
+      }
+    })
+
+    yield* Effect.forkScoped(isolated(loop).pipe(Effect.annotateLogs({ module: "Reminders", fiber: "dispatcher" })))
+    return { arm, scanSoon }
+  })

@@ -1,0 +1,286 @@
+/**
+ * The dispatcher of a runner's reminders (src/cluster/internal/reminderDispatch.ts) on its own, with a scan and a send
+ * of the test's: when it hands occurrences over, how it groups them per grain, bounds the sends, pauses after a failed
+ * one, arms what the runner wrote itself, pages a backlog, and stops with its scope. `TestClock` only.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Clock, Deferred, Effect, Exit, Metric, Scope, TestClock } from "effect"
+import { Metrics } from "tickwork"
+import * as Dispatch from "../../src/cluster/internal/reminderDispatch.js"
+import type { DueRow } from "../../src/cluster/internal/reminderSql.js"
+
+const row = (key: string, name: string, due: number, generation = "1", kind = "k"): DueRow => ({
+  kind,
+  key,
+  name,
+  generation,
+  due
+})
+
+interface Sent {
+  readonly at: number
+  readonly grain: string
+  readonly names: ReadonlyArray<string>
+}
+
+/**
+ * A dispatcher (poll 1 s, window 2 s) whose scan answers `rows()` (what is due by its horizon, as storage would),
+ * and whose send records (time, grain, names) and then runs `onSend`.
+ */
+const harness = (options: {
+  readonly rows?: () => ReadonlyArray<DueRow>
+  readonly onSend?: (rows: ReadonlyArray<DueRow>) => Effect.Effect<void, unknown>
+  readonly holds?: (kind: string, key: string) => boolean
+  readonly windowMillis?: number
+  readonly scan?: (until: number) => Effect.Effect<ReadonlyArray<DueRow>, any>
+}) =>
+  Effect.gen(function* () {
+    const sent: Array<Sent> = []
+    const scans: Array<number> = []
+    const scope = yield* Scope.make()
+    const dispatcher = yield* Dispatch.make({
+      heldShards: () => ["default:1"],
+      holds: options.holds ?? (() => true),
+      scan: (_shards, until, limit) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          scans.push(now)
+          if (options.scan !== undefined) return options.scan(until)
+          const due = (options.rows?.() ?? []).filter((r) => r.due <= until)
+          return Effect.succeed(due.sort((a, b) => a.due - b.due).slice(0, limit))
+        }),
+      send: (kind, key, rows) =>
+        Effect.flatMap(Clock.currentTimeMillis, (at) => {
+          sent.push({ at, grain: `${kind}/${key}`, names: rows.map((r) => r.name) })
+          return options.onSend?.(rows) ?? Effect.void
+        }),
+      pollMillis: 1_000,
+      windowMillis: options.windowMillis ?? 2_000
+    }).pipe(Scope.extend(scope))
+    return { dispatcher, scans, scope, sent }
+  })
+
+/** Lets the dispatcher's fibers run what the last clock move started. */
+const settle = Effect.repeatN(Effect.yieldNow(), 50)
+
+const adjust = (millis: number) => Effect.zipRight(TestClock.adjust(millis), settle)
+
+describe("reminder dispatcher", () => {
+  it.scoped("a scanned reminder is handed over at its due time, not before, once", () =>
+    Effect.gen(function* () {
+      const pending = [row("a", "r", 2_500)]
+      const { sent } = yield* harness({ rows: () => pending })
+      yield* adjust(2_499)
+      assert.deepStrictEqual(sent, [])
+      yield* adjust(1)
+      assert.deepStrictEqual(sent, [{ at: 2_500, grain: "k/a", names: ["r"] }])
+      // Handled: storage moved it on (here: it is gone), and nothing is handed over again.
+      pending.length = 0
+      yield* adjust(5_000)
+      assert.strictEqual(sent.length, 1)
+    })
+  )
+
+  it.scoped("occurrences of one grain due together go in one message; another grain's in its own", () =>
+    Effect.gen(function* () {
+      const { sent } = yield* harness({ rows: () => [row("a", "x", 500), row("b", "y", 500), row("a", "z", 500)] })
+      yield* adjust(500)
+      assert.deepStrictEqual(
+        sent.map((s) => [s.grain, s.names]),
+        [
+          ["k/a", ["x", "z"]],
+          ["k/b", ["y"]]
+        ]
+      )
+    })
+  )
+
+  it.scoped("at most MAX_SENDING grains are sent to at once; the others wait their turn, in order", () =>
+    Effect.gen(function* () {
+      const n = Dispatch.MAX_SENDING + 10
+      const gate = yield* Deferred.make<void>()
+      let inFlight = 0
+      let most = 0
+      const { sent } = yield* harness({
+        rows: () => Array.from({ length: n }, (_, i) => row(`g${String(i).padStart(4, "0")}`, "r", 100)),
+        onSend: () =>
+          Effect.suspend(() => {
+            most = Math.max(most, ++inFlight)
+            return Effect.ensuring(
+              Deferred.await(gate),
+              Effect.sync(() => inFlight--)
+            )
+          })
+      })
+      yield* adjust(100)
+      assert.strictEqual(sent.length, Dispatch.MAX_SENDING)
+      yield* Deferred.succeed(gate, undefined)
+      yield* settle
+      assert.strictEqual(sent.length, n)
+      assert.strictEqual(most, Dispatch.MAX_SENDING)
+      assert.deepStrictEqual(
+        sent.map((s) => s.grain),
+        Array.from({ length: n }, (_, i) => `k/g${String(i).padStart(4, "0")}`)
+      )
+    })
+  )
+
+  it.scoped("a send that fails leaves the occurrence to the scans, which arm it again after the cooldown", () =>
+    Effect.gen(function* () {
+      let attempts = 0
+      const { sent } = yield* harness({
+        rows: () => [row("a", "r", 300)],
+        onSend: () => (attempts++ === 0 ? Effect.fail("shard moved") : Effect.void)
+      })
+      yield* adjust(300)
+      assert.deepStrictEqual(
+        sent.map((s) => s.at),
+        [300]
+      )
+      // The scan at 1 000 finds it still due, within the cooldown: left alone.
+      yield* adjust(700)
+      assert.strictEqual(sent.length, 1)
+      // The scan at 2 000 hands it over again.
+      yield* adjust(1_000)
+      assert.deepStrictEqual(
+        sent.map((s) => s.at),
+        [300, 2_000]
+      )
+    })
+  )
+
+  it.scoped("a reminder the runner wrote itself is armed at once; one beyond the window is left to the scans", () =>
+    Effect.gen(function* () {
+      const pending: Array<DueRow> = []
+      const { dispatcher, sent } = yield* harness({ rows: () => pending })
+      yield* adjust(10)
+      dispatcher.arm(row("a", "soon", 500))
+      const late = row("a", "late", 5_000)
+      dispatcher.arm(late)
+      pending.push(late)
+      yield* adjust(490)
+      assert.deepStrictEqual(
+        sent.map((s) => [s.at, s.names]),
+        [[500, ["soon"]]]
+      )
+      yield* adjust(4_500)
+      assert.deepStrictEqual(
+        sent.map((s) => [s.at, s.names]),
+        [
+          [500, ["soon"]],
+          [5_000, ["late"]]
+        ]
+      )
+    })
+  )
+
+  it.scoped("the next occurrence, armed while its predecessor is still being handled, is armed once it ends", () =>
+    Effect.gen(function* () {
+      const gate = yield* Deferred.make<void>()
+      let dispatcher: Dispatch.Dispatcher | undefined
+      const { dispatcher: made, sent } = yield* harness({
+        rows: () => [],
+        onSend: (rows) =>
+          rows[0]!.due === 100
+            ? Effect.zipRight(
+                // What the grain's delivery does: the row moved to its next occurrence, armed by this runner.
+                Effect.sync(() => dispatcher!.arm(row("a", "r", 700))),
+                Deferred.await(gate)
+              )
+            : Effect.void
+      })
+      dispatcher = made
+      dispatcher.arm(row("a", "r", 100))
+      yield* adjust(100)
+      assert.strictEqual(sent.length, 1)
+      yield* adjust(400)
+      yield* Deferred.succeed(gate, undefined)
+      yield* settle
+      yield* adjust(199)
+      assert.strictEqual(sent.length, 1)
+      yield* adjust(1)
+      assert.deepStrictEqual(
+        sent.map((s) => s.at),
+        [100, 700]
+      )
+    })
+  )
+
+  it.scoped("a backlog is read a page at a time, the next page as soon as half of one is handed over", () =>
+    Effect.gen(function* () {
+      const pending = new Map(
+        Array.from({ length: 3 * Dispatch.PAGE }, (_, i): [string, DueRow] => [`g${i}`, row(`g${i}`, "r", 1 + (i % 7))])
+      )
+      const { scans, sent } = yield* harness({
+        rows: () => Array.from(pending.values()),
+        // Handled: the row is gone.
+        onSend: (rows) => Effect.sync(() => rows.forEach((r) => pending.delete(r.key)))
+      })
+      yield* adjust(10)
+      // All of them before the next poll: each page asked for the next.
+      assert.strictEqual(sent.length, 3 * Dispatch.PAGE)
+      assert.isAtLeast(scans.length, 4)
+      assert.isTrue(scans.every((at) => at < 1_000))
+      assert.strictEqual(new Set(sent.map((s) => s.grain)).size, 3 * Dispatch.PAGE)
+    })
+  )
+
+  it.scoped("an occurrence of a grain whose shard this runner no longer holds is not handed over here", () =>
+    Effect.gen(function* () {
+      let held = true
+      const { sent } = yield* harness({ rows: () => [row("a", "r", 1_500)], holds: () => held })
+      yield* adjust(1_100)
+      held = false
+      yield* adjust(1_000)
+      assert.deepStrictEqual(sent, [])
+    })
+  )
+
+  it.scoped("with no window (local arming off), a reminder is handed over by the first scan after its due time", () =>
+    Effect.gen(function* () {
+      const { dispatcher, sent } = yield* harness({ rows: () => [row("a", "r", 1_200)], windowMillis: 0 })
+      dispatcher.arm(row("a", "r", 1_200))
+      yield* adjust(1_999)
+      assert.deepStrictEqual(sent, [])
+      yield* adjust(1)
+      assert.deepStrictEqual(
+        sent.map((s) => s.at),
+        [2_000]
+      )
+    })
+  )
+
+  it.scoped("a scan that fails is counted and tried again at the next poll", () =>
+    Effect.gen(function* () {
+      const retries = Effect.map(Metric.value(Metrics.scheduleEvents("storage_retry")), (state) => state.count)
+      const before = yield* retries
+      let failing = true
+      const { sent } = yield* harness({
+        scan: (until) =>
+          failing
+            ? Effect.fail("storage is down")
+            : Effect.succeed([row("a", "r", 500)].filter((r) => r.due <= until))
+      })
+      yield* adjust(2_000)
+      assert.deepStrictEqual(sent, [])
+      assert.strictEqual((yield* retries) - before, 3)
+      failing = false
+      yield* adjust(1_000)
+      assert.deepStrictEqual(
+        sent.map((s) => s.at),
+        [3_000]
+      )
+    })
+  )
+
+  it.scoped("closing its scope stops it: no scan, no send after", () =>
+    Effect.gen(function* () {
+      const { scans, scope, sent } = yield* harness({ rows: () => [row("a", "r", 5_000)] })
+      yield* adjust(1_500)
+      yield* Scope.close(scope, Exit.void)
+      const scanned = scans.length
+      yield* adjust(10_000)
+      assert.strictEqual(scans.length, scanned)
+      assert.deepStrictEqual(sent, [])
+    })
+  )
+})
