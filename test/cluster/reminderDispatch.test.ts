@@ -213,7 +213,10 @@ describe("reminder dispatcher", () => {
       const { scans, sent } = yield* harness({
         rows: () => Array.from(pending.values()),
         // Handled: the row is gone.
-        onSend: (rows) => Effect.sync(() => rows.forEach((r) => pending.delete(r.key)))
+        onSend: (rows) =>
+          Effect.sync(() => {
+            for (const r of rows) pending.delete(r.key)
+          })
       })
       yield* adjust(10)
       // All of them before the next poll: each page asked for the next.
@@ -256,9 +259,7 @@ describe("reminder dispatcher", () => {
       let failing = true
       const { sent } = yield* harness({
         scan: (until) =>
-          failing
-            ? Effect.fail("storage is down")
-            : Effect.succeed([row("a", "r", 500)].filter((r) => r.due <= until))
+          failing ? Effect.fail("storage is down") : Effect.succeed([row("a", "r", 500)].filter((r) => r.due <= until))
       })
       yield* adjust(2_000)
       assert.deepStrictEqual(sent, [])
