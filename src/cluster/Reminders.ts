@@ -1,14 +1,14 @@
 /**
- * Durable reminders: named, persisted messages a cluster grain sends itself at a due time (once or every period)
+ * Durable reminders: named, stored messages a cluster grain is sent at a due time (once or every period)
  * or on a Quartz cron expression. Unlike grain timers, which are volatile and belong to one activation, a reminder
  * survives passivation, process restarts and fail-over, and **reactivates** the grain when it is due.
  *
  * - Definitions live in a table of their own (`<prefix>_tickwork_reminders` by default, beside the runner's other
  *   tables), created through `SqlClient`; the same SQL runs on SQLite and PostgreSQL.
- * - Each occurrence is one persisted cluster message with a delivery time (`DeliverAt`), so its lateness is
- *   bounded by the runner's storage poll interval (`ShardingConfig.entityMessagePollInterval`).
- * - Registering writes the reminder's row and its first occurrence together (one statement on PostgreSQL, one
- *   transaction on SQLite), straight into @effect/cluster's messages table on a runner built by `ClusterRunner`.
+ * - A pending reminder is its row alone, with its grain's shard: the runner holding the shard scans its due reminders
+ *   every poll interval, arms them in memory and hands each grain its occurrences at their instant (one message that
+ *   is not persisted; `internal/reminderDispatch.ts`). The row moves on once the grain handled them.
+ * - Registering writes the reminder's row (one statement per 1,000 on PostgreSQL, one transaction on SQLite).
  *   Single registrations in flight together share that statement or transaction and its commit (group commit),
  *   each caller keeping its own answer and typed error.
  * - Each registration gets a fresh generation; an occurrence whose generation is no longer current (unregistered,
@@ -289,14 +289,14 @@ export interface RemindersService {
   ) => Effect.Effect<ReminderInfo, RegisterError>
   /**
    * Registers (or replaces) many reminders of grain kind `kind`, all or none: every registration is checked first
-   * (the first bad one fails the batch before anything is written), the rows and first occurrences go in one
+   * (the first bad one fails the batch before anything is written), the rows go in one
    * statement or transaction (see `registerManyFor`).
    */
   readonly registerMany: (
     kind: AnyKindWire,
     registrations: Iterable<Registration<unknown>>
   ) => Effect.Effect<ReadonlyArray<ReminderInfo>, RegisterError>
-  /** Removes reminder `name`; true when it existed. An occurrence already persisted is dropped when it arrives. */
+  /** Removes reminder `name`; true when it existed. An occurrence already armed is dropped when it comes due. */
   readonly unregister: (kind: AnyKindWire, key: string, name: string) => Effect.Effect<boolean, ReminderStorageError>
   /** The grain's reminders, by name. */
   readonly list: (kind: AnyKindWire, key: string) => Effect.Effect<ReadonlyArray<ReminderInfo>, ReminderStorageError>
@@ -685,7 +685,7 @@ export const layer = (
         return wire
       }
 
-      /** Checks one registration and makes its row and first occurrence; nothing is written. */
+      /** Checks one registration and makes its row; nothing is written. */
       const prepare = (kind: AnyKindWire, now: number, registration: Registration<unknown>) =>
         Effect.gen(function* () {
           const { key, message, name, schedule } = registration
@@ -1114,7 +1114,7 @@ export const register = <Msg>(
 
 /**
  * From inside a cluster grain: removes reminder `name`; succeeds with true when it existed. An occurrence that is
- * already persisted is dropped when it arrives.
+ * already armed is dropped when it comes due.
  *
  * @example
  * ```ts
@@ -1245,11 +1245,9 @@ export const listFor = <Msg, A, E>(
 /**
  * From anywhere on a runner with the service: registers (or replaces) many reminders of grains of one kind, all or
  * none. Each registration is checked first (the same typed errors as `registerFor`); the first bad one fails the
- * whole batch and nothing is written. On a runner built by `ClusterRunner`, each reminder's row and its first
- * occurrence are written together, the occurrences as rows of @effect/cluster's messages table, in one statement on
- * PostgreSQL (one per 1,000 registrations, in one transaction) and one transaction on SQLite: the batch is written
- * whole or not at all. Elsewhere the rows are written in one transaction, then the first occurrences are sent; if a
- * send fails, the batch's rows are taken back and the reminders they replaced restored. The same (key, name) twice in
+ * whole batch and nothing is written. The rows are written in one statement on PostgreSQL (one per 1,000
+ * registrations, in one transaction) and one transaction on SQLite: the batch is written whole or not at all. The
+ * same (key, name) twice in
  * a batch: the later one wins. Succeeds with the registered reminders, in the order given.
  *
  * @example

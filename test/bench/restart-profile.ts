@@ -114,13 +114,18 @@ interface Sample {
 }
 
 /** Samples the runner's and PostgreSQL backends' CPU, and pg_stat_activity, every 100 ms until stopped. */
-const sampler = async (runnerPid: () => number | undefined, storage: Storage) => {
+const sampler = async (runnerPid: () => number | undefined, storage: Storage, system: string) => {
   const samples: Array<Sample> = []
   const usePg = storage.kind === "pg"
   const client = usePg ? new pg.Client({ connectionString: PG_URL }) : undefined
   await client?.connect()
   const sqlite = usePg ? undefined : new Database(storage.spec.slice("sqlite:".length), { readonly: true })
-  const processedSql = `SELECT COUNT(*) AS n FROM cluster_messages WHERE processed = ${usePg ? "TRUE" : "1"}`
+  // Done: plain messages marked processed (their reply stored); tickwork's one-shots deleted from the reminders table
+  // (their row's removal is the delivery's last write), counted down from a large number.
+  const processedSql =
+    system === "t"
+      ? "SELECT 1000000000 - COUNT(*) AS n FROM cluster_tickwork_reminders"
+      : `SELECT COUNT(*) AS n FROM cluster_messages WHERE processed = ${usePg ? "TRUE" : "1"}`
   const own = client === undefined ? 0 : Number((await client.query("SELECT pg_backend_pid() AS pid")).rows[0]?.pid)
   const pgCpu = new Map<number, number>() // last CPU seen per backend (a backend that ended keeps its last value)
   let running = true
@@ -306,7 +311,7 @@ const runOne = async (kind: "pg" | "sqlite", system: System) => {
     await sleep(Math.max(0, due + 2_000 - Date.now()))
     const pgBefore = kind === "pg" ? await pgStatDatabase() : undefined
     let pid: number | undefined
-    const sampling = await sampler(() => pid, storage)
+    const sampling = await sampler(() => pid, storage, system)
     const spawnAt = Date.now()
     runner = await startRunner(1, storage, { deliveries }, env)
     pid = runner.child.pid

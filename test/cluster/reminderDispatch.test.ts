@@ -41,11 +41,11 @@ const harness = (options: {
     const dispatcher = yield* Dispatch.make({
       heldShards: () => ["default:1"],
       holds: options.holds ?? (() => true),
-      scan: (_shards, until, limit) =>
+      scan: (_shards, from, until, limit) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           scans.push(now)
           if (options.scan !== undefined) return options.scan(until)
-          const due = (options.rows?.() ?? []).filter((r) => r.due <= until)
+          const due = (options.rows?.() ?? []).filter((r) => r.due >= from && r.due <= until)
           return Effect.succeed(due.sort((a, b) => a.due - b.due).slice(0, limit))
         }),
       send: (kind, key, rows) =>

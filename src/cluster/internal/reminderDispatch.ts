@@ -139,9 +139,10 @@ export interface Options {
   readonly heldShards: () => ReadonlyArray<string>
   /** Whether the grain (kind, key) is on a shard this runner holds. */
   readonly holds: (kind: string, key: string) => boolean
-  /** The reminders of `shards` due by `until`, the earliest first, at most `limit` (`ReminderSql.due`). */
+  /** The reminders of `shards` due from `from` to `until`, the earliest first, at most `limit` (`ReminderSql.due`). */
   readonly scan: (
     shards: ReadonlyArray<string>,
+    from: number,
     until: number,
     limit: number
   ) => Effect.Effect<ReadonlyArray<DueRow>, SqlError>
@@ -180,6 +181,12 @@ export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.S
     let sending = 0
     /** How many entries the last scan found; a full page asks for the next when half of it is delivered. */
     let lastPage = 0
+    /**
+     * A full page's last due time: the next page, asked for before the next poll, starts there, so that it does not
+     * read again the rows of the page still being handed over (the poll's scan starts from the beginning).
+     */
+    let pageFrom = Number.NEGATIVE_INFINITY
+    let nextPage = false
     let scanRequested = true
     let nextScanAt = 0
     let wakeAt = Number.POSITIVE_INFINITY
@@ -223,7 +230,10 @@ export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.S
         if (entry.next !== undefined) armRow(entry.next, id)
         else if (failed) cooldown.set(id, now + COOLDOWN_MILLIS)
       }
-      if (lastPage >= PAGE && entries.size <= PAGE / 2) scanSoon()
+      if (lastPage >= PAGE && entries.size <= PAGE / 2 && !nextPage) {
+        nextPage = true
+        scanSoon()
+      }
       startSends()
     }
 
@@ -280,8 +290,11 @@ export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.S
     const scan = (now: number) =>
       Effect.gen(function* () {
         const shards = options.heldShards()
-        const rows = yield* options.scan(shards, now + options.windowMillis, PAGE)
+        const from = nextPage ? pageFrom : Number.NEGATIVE_INFINITY
+        nextPage = false
+        const rows = yield* options.scan(shards, from, now + options.windowMillis, PAGE)
         lastPage = rows.length
+        pageFrom = rows.length >= PAGE ? rows[rows.length - 1]!.due : Number.NEGATIVE_INFINITY
         for (const row of rows) {
           const id = idOf(row.kind, row.key, row.name)
           const until = cooldown.get(id)

@@ -125,12 +125,13 @@ export interface ReminderSql {
   /** `replaceStatement`, run: true when the row was changed. */
   readonly replace: (kind: string, entry: Registered, expected: string) => Effect.Effect<boolean, SqlError>
   /**
-   * The reminders of the shards `shards` due at `until` or before, the earliest first, at most `limit`: what a runner
+   * The reminders of the shards `shards` due from `from` to `until`, the earliest first, at most `limit`: what a runner
    * holding those shards delivers next. Rows written before reminders had a shard column (`shard_id` null) are not
    * found: their occurrence is a persisted message, which delivers them once and gives them the column.
    */
   readonly due: (
     shards: ReadonlyArray<string>,
+    from: number,
     until: number,
     limit: number
   ) => Effect.Effect<ReadonlyArray<DueRow>, SqlError>
@@ -290,7 +291,7 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
       upsert: (kind, key, row) => sqliteWrite(kind, [{ key, row, shardId: null }]),
       replaceStatement,
       replace: (kind, entry, expected) => touched(replaceStatement(kind, entry, expected)),
-      due: (shards, until, limit) =>
+      due: (shards, from, until, limit) =>
         shards.length === 0
           ? Effect.succeed([])
           : Effect.map(
@@ -301,7 +302,8 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
                 readonly generation: string
                 readonly next_due: number | string | bigint
               }>`SELECT kind, grain_key, name, generation, next_due FROM ${table}
-                WHERE next_due <= ${until} AND ${sql.in("shard_id", shards)} ORDER BY next_due LIMIT ${limit}`,
+                WHERE ${Number.isFinite(from) ? sql`next_due >= ${from} AND ` : sql``}next_due <= ${until}
+                  AND ${sql.in("shard_id", shards)} ORDER BY next_due LIMIT ${limit}`,
               (rows) =>
                 rows.map((raw) => ({
                   kind: raw.kind,

@@ -283,8 +283,9 @@ export const runnerScopes = new WeakMap<object, Scope.Scope>()
 
 /**
  * What tickwork knows of the message storage of each runner built here, by its `Sharding`: @effect/cluster's
- * `SqlMessageStorage` under `prefix` over `sql`, whose reads run every `pollMillis`. Reminders write the occurrences
- * of a registration straight into its messages table when they share that `SqlClient` (`occurrenceSql.ts`).
+ * `SqlMessageStorage` under `prefix` over `sql`, whose reads run every `pollMillis`. Cluster crons write their next
+ * instant straight into its messages table when they share that `SqlClient` (`occurrenceSql.ts`); reminders scan the
+ * shards of its groups on its poll and arming window (`reminderDispatch.ts`).
  */
 export interface RunnerMessageStorage {
   readonly sql: SqlClient.SqlClient
