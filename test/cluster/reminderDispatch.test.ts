@@ -9,11 +9,12 @@ import { Metrics } from "tickwork"
 import * as Dispatch from "../../src/cluster/internal/reminderDispatch.js"
 import type { DueRow } from "../../src/cluster/internal/reminderSql.js"
 
-const row = (key: string, name: string, due: number, generation = "1", kind = "k"): DueRow => ({
+/** A reminder's row; its generation is one per (kind, key, name) unless given, as a registration's snowflake is. */
+const row = (key: string, name: string, due: number, generation?: string, kind = "k"): DueRow => ({
   kind,
   key,
   name,
-  generation,
+  generation: generation ?? `${kind}/${key}/${name}`,
   due
 })
 
@@ -201,6 +202,41 @@ describe("reminder dispatcher", () => {
       assert.deepStrictEqual(
         sent.map((s) => s.at),
         [100, 700]
+      )
+    })
+  )
+
+  it.scoped("an occurrence of a generation at or before the one armed is stale; a new generation is armed beside it", () =>
+    Effect.gen(function* () {
+      const { dispatcher, sent } = yield* harness({ rows: () => [] })
+      dispatcher.arm(row("a", "r", 700, "g1"))
+      // A scan that read the row before it moved on brings the earlier occurrence: it is not armed again.
+      dispatcher.arm(row("a", "r", 300, "g1"))
+      // Registered again (a new generation, due sooner): armed on its own; the old one's delivery is dropped by the
+      // row's generation check in storage, not here.
+      dispatcher.arm(row("a", "r", 500, "g2"))
+      yield* adjust(1_000)
+      assert.deepStrictEqual(
+        sent.map((s) => [s.at, s.names]),
+        [
+          [500, ["r"]],
+          [700, ["r"]]
+        ]
+      )
+    })
+  )
+
+  it.scoped("a later occurrence of an armed generation replaces the earlier one (the row moved on)", () =>
+    Effect.gen(function* () {
+      const { dispatcher, sent } = yield* harness({ rows: () => [] })
+      dispatcher.arm(row("a", "r", 300))
+      dispatcher.arm(row("a", "r", 800))
+      yield* adjust(700)
+      assert.deepStrictEqual(sent, [])
+      yield* adjust(100)
+      assert.deepStrictEqual(
+        sent.map((s) => s.at),
+        [800]
       )
     })
   )

@@ -45,25 +45,42 @@ export const MAX_PER_SEND = 64
 /** How long an occurrence whose send failed is left to the next scans before it is armed again. */
 export const COOLDOWN_MILLIS = 1_000
 
-/** A reminder's identity on the dispatcher. */
-const idOf = (kind: string, key: string, name: string): string => `${kind}\u0000${key}\u0000${name}`
+/**
+ * One reminder armed on the dispatcher (a `DueRow`, as `send` gets it), with its occurrence `due`. It is found by its
+ * generation, a snowflake unique to one registration of one
+ * reminder, so no key of its own is built. An occurrence of one generation never moves back (the next occurrence is
+ * later; a new schedule is a new generation), so a later `due` replaces an earlier one and an earlier one is stale.
+ * docs/performance.md has what one costs.
+ */
+class Armed implements DueRow {
+  /**
+   * -1 while armed (waiting in the heap); once handed to its grain, the occurrence after `due` armed meanwhile (0 for
+   * none yet), armed when the send ends.
+   */
+  next = -1
+  constructor(
+    readonly kind: string,
+    readonly key: string,
+    readonly name: string,
+    readonly generation: string,
+    public due: number
+  ) {}
 
-interface Entry {
-  readonly row: DueRow
-  /** Armed: waits in the heap; sending: handed to its grain, not armed again until that ends. */
-  state: "armed" | "sending"
-  /** The occurrence after it, armed while it was being sent: armed once the send ends. */
-  next: DueRow | undefined
+  /** Handed to its grain: not armed again until that ends. */
+  get sending(): boolean {
+    return this.next >= 0
+  }
 }
 
 /**
- * A min-heap of (due, id) pairs, those of one due time in the order they were pushed (a scan's order, the oldest
- * first); an element whose entry changed since is skipped when it comes up.
+ * A min-heap of armed reminders by due time, those of one due time in the order they were pushed (a scan's order, the
+ * oldest first). A reminder is pushed again when its due time moves; the element left behind is skipped when it comes
+ * up (its due time is no longer the reminder's).
  */
 class DueHeap {
   private readonly dues: Array<number> = []
   private readonly seqs: Array<number> = []
-  private readonly ids: Array<string> = []
+  private readonly items: Array<Armed> = []
   private pushed = 0
 
   get size(): number {
@@ -79,33 +96,35 @@ class DueHeap {
     return d < due || (d === due && this.seqs[i]! < seq)
   }
 
-  private place(i: number, due: number, seq: number, id: string): void {
+  private place(i: number, due: number, seq: number, item: Armed): void {
     this.dues[i] = due
     this.seqs[i] = seq
-    this.ids[i] = id
+    this.items[i] = item
   }
 
-  push(due: number, id: string): void {
+  push(item: Armed): void {
+    const due = item.due
     const seq = this.pushed++
     let i = this.dues.length
     this.dues.push(due)
     this.seqs.push(seq)
-    this.ids.push(id)
+    this.items.push(item)
     while (i > 0) {
       const parent = (i - 1) >> 1
       if (this.before(parent, due, seq)) break
-      this.place(i, this.dues[parent]!, this.seqs[parent]!, this.ids[parent]!)
+      this.place(i, this.dues[parent]!, this.seqs[parent]!, this.items[parent]!)
       i = parent
     }
-    this.place(i, due, seq, id)
+    this.place(i, due, seq, item)
   }
 
-  /** Removes the earliest; its id. */
-  pop(): string {
-    const top = this.ids[0]!
+  /** Removes the earliest; the reminder, or undefined when the element was stale. */
+  pop(): Armed | undefined {
+    const top = this.items[0]!
+    const topDue = this.dues[0]!
     const due = this.dues.pop()!
     const seq = this.seqs.pop()!
-    const id = this.ids.pop()!
+    const item = this.items.pop()!
     const n = this.dues.length
     if (n > 0) {
       let i = 0
@@ -115,12 +134,12 @@ class DueHeap {
         const right = left + 1
         const child = right < n && this.before(right, this.dues[left]!, this.seqs[left]!) ? right : left
         if (!this.before(child, due, seq)) break
-        this.place(i, this.dues[child]!, this.seqs[child]!, this.ids[child]!)
+        this.place(i, this.dues[child]!, this.seqs[child]!, this.items[child]!)
         i = child
       }
-      this.place(i, due, seq, id)
+      this.place(i, due, seq, item)
     }
-    return top
+    return top.due === topDue ? top : undefined
   }
 }
 
@@ -173,11 +192,15 @@ export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.S
     const clock = yield* Effect.clock
     const fibers = yield* FiberSet.make()
     const runFork = yield* FiberSet.runtime(fibers)()
-    const entries = new Map<string, Entry>()
+    /** The armed reminders by generation (`Armed`). */
+    const entries = new Map<string, Armed>()
     const heap = new DueHeap()
+    /** Reminders (by generation) whose send failed, and until when the scans leave them alone. */
     const cooldown = new Map<string, number>()
+    /** Each kind's name once (a scan's rows bring their own copies). */
+    const kinds = new Map<string, string>()
     /** Grains whose occurrences wait for one of the `MAX_SENDING` places, in order. */
-    const waiting: Array<ReadonlyArray<DueRow>> = []
+    const waiting: Array<ReadonlyArray<Armed>> = []
     let sending = 0
     /** How many entries the last scan found; a full page asks for the next when half of it is delivered. */
     let lastPage = 0
@@ -192,25 +215,31 @@ export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.S
     let wakeAt = Number.POSITIVE_INFINITY
     const wake = Effect.unsafeMakeLatch(false)
 
-    const armRow = (row: DueRow, id: string): void => {
-      const entry = entries.get(id)
+    const armRow = (row: DueRow): void => {
+      let entry = entries.get(row.generation)
       if (entry !== undefined) {
-        if (entry.state === "sending") {
-          if (entry.row.generation !== row.generation || entry.row.due !== row.due) entry.next = row
+        // An occurrence of this generation before or at the one armed is stale (e.g. read by a scan before the
+        // row moved on).
+        if (row.due <= entry.due) return
+        if (entry.sending) {
+          if (row.due > entry.next) entry.next = row.due
           return
         }
-        if (entry.row.generation === row.generation && entry.row.due === row.due) return
+        entry.due = row.due
+      } else {
+        let kind = kinds.get(row.kind)
+        if (kind === undefined) kinds.set(row.kind, (kind = row.kind))
+        entry = new Armed(kind, row.key, row.name, row.generation, row.due)
+        entries.set(row.generation, entry)
       }
-      entries.set(id, { row, state: "armed", next: undefined })
-      heap.push(row.due, id)
+      heap.push(entry)
       if (row.due < wakeAt) wake.unsafeOpen()
     }
 
     const arm = (row: DueRow): void => {
       if (row.due > clock.unsafeCurrentTimeMillis() + options.windowMillis) return
-      const id = idOf(row.kind, row.key, row.name)
-      cooldown.delete(id)
-      armRow(row, id)
+      cooldown.delete(row.generation)
+      armRow(row)
     }
 
     const scanSoon = () => {
@@ -219,16 +248,21 @@ export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.S
     }
 
     /** The send of one grain's occurrences ended: their places are free, and what was armed meanwhile is armed. */
-    const ended = (rows: ReadonlyArray<DueRow>, failed: boolean) => {
+    const ended = (rows: ReadonlyArray<Armed>, failed: boolean) => {
       sending--
       const now = clock.unsafeCurrentTimeMillis()
-      for (const row of rows) {
-        const id = idOf(row.kind, row.key, row.name)
-        const entry = entries.get(id)
-        if (entry === undefined || entry.row !== row) continue
-        entries.delete(id)
-        if (entry.next !== undefined) armRow(entry.next, id)
-        else if (failed) cooldown.set(id, now + COOLDOWN_MILLIS)
+      for (const entry of rows) {
+        if (entries.get(entry.generation) !== entry) continue
+        const next = entry.next
+        entry.next = -1
+        if (next > entry.due) {
+          entry.due = next
+          heap.push(entry)
+          if (next < wakeAt) wake.unsafeOpen()
+        } else {
+          entries.delete(entry.generation)
+          if (failed) cooldown.set(entry.generation, now + COOLDOWN_MILLIS)
+        }
       }
       if (lastPage >= PAGE && entries.size <= PAGE / 2 && !nextPage) {
         nextPage = true
@@ -264,24 +298,23 @@ export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.S
 
     /** Hands every occurrence due by `now` to its grain, a grain's together. */
     const fire = (now: number) => {
-      const byGrain = new Map<string, Array<DueRow>>()
+      const byGrain = new Map<string, Array<Armed>>()
       while (heap.size > 0 && heap.peek()! <= now) {
-        const id = heap.pop()
-        const entry = entries.get(id)
-        if (entry === undefined || entry.state !== "armed" || entry.row.due > now) continue
-        if (!options.holds(entry.row.kind, entry.row.key)) {
+        const entry = heap.pop()
+        if (entry === undefined || entry.sending || entries.get(entry.generation) !== entry) continue
+        if (!options.holds(entry.kind, entry.key)) {
           // The shard moved away: its new owner scans it.
-          entries.delete(id)
+          entries.delete(entry.generation)
           continue
         }
-        entry.state = "sending"
-        const grain = `${entry.row.kind}\u0000${entry.row.key}`
+        entry.next = 0
+        const grain = `${entry.kind}\u0000${entry.key}`
         let rows = byGrain.get(grain)
         if (rows === undefined || rows.length >= MAX_PER_SEND) {
           if (rows !== undefined) waiting.push(rows)
           byGrain.set(grain, (rows = []))
         }
-        rows.push(entry.row)
+        rows.push(entry)
       }
       for (const rows of byGrain.values()) waiting.push(rows)
       startSends()
@@ -296,13 +329,12 @@ export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.S
         lastPage = rows.length
         pageFrom = rows.length >= PAGE ? rows[rows.length - 1]!.due : Number.NEGATIVE_INFINITY
         for (const row of rows) {
-          const id = idOf(row.kind, row.key, row.name)
-          const until = cooldown.get(id)
+          const until = cooldown.get(row.generation)
           if (until !== undefined) {
             if (until > now) continue
-            cooldown.delete(id)
+            cooldown.delete(row.generation)
           }
-          armRow(row, id)
+          armRow(row)
         }
         for (const [id, until] of cooldown) if (until <= now) cooldown.delete(id)
       }).pipe(
