@@ -206,24 +206,26 @@ describe("reminder dispatcher", () => {
     })
   )
 
-  it.scoped("an occurrence of a generation at or before the one armed is stale; a new generation is armed beside it", () =>
-    Effect.gen(function* () {
-      const { dispatcher, sent } = yield* harness({ rows: () => [] })
-      dispatcher.arm(row("a", "r", 700, "g1"))
-      // A scan that read the row before it moved on brings the earlier occurrence: it is not armed again.
-      dispatcher.arm(row("a", "r", 300, "g1"))
-      // Registered again (a new generation, due sooner): armed on its own; the old one's delivery is dropped by the
-      // row's generation check in storage, not here.
-      dispatcher.arm(row("a", "r", 500, "g2"))
-      yield* adjust(1_000)
-      assert.deepStrictEqual(
-        sent.map((s) => [s.at, s.names]),
-        [
-          [500, ["r"]],
-          [700, ["r"]]
-        ]
-      )
-    })
+  it.scoped(
+    "an occurrence of a generation at or before the one armed is stale; a new generation is armed beside it",
+    () =>
+      Effect.gen(function* () {
+        const { dispatcher, sent } = yield* harness({ rows: () => [] })
+        dispatcher.arm(row("a", "r", 700, "g1"))
+        // A scan that read the row before it moved on brings the earlier occurrence: it is not armed again.
+        dispatcher.arm(row("a", "r", 300, "g1"))
+        // Registered again (a new generation, due sooner): armed on its own; the old one's delivery is dropped by the
+        // row's generation check in storage, not here.
+        dispatcher.arm(row("a", "r", 500, "g2"))
+        yield* adjust(1_000)
+        assert.deepStrictEqual(
+          sent.map((s) => [s.at, s.names]),
+          [
+            [500, ["r"]],
+            [700, ["r"]]
+          ]
+        )
+      })
   )
 
   it.scoped("a later occurrence of an armed generation replaces the earlier one (the row moved on)", () =>
