@@ -19,7 +19,8 @@ import {
   Option,
   PrimaryKey,
   Schema,
-  Scope
+  Scope,
+  TestServices
 } from "effect"
 import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, ClusterScheduler, Reminders } from "tickwork/cluster"
@@ -100,14 +101,23 @@ for (const backend of backends) {
     () => {
       const advance = (seconds: number) => advanceClock(seconds, backend.settleMillis)
       /**
-       * Moves the clock `seconds`, then on a second at a time while `fiber` runs (at most a minute more), and joins
-       * it: on a loaded machine a first send over PostgreSQL can wait for the runner's shards longer than `seconds`,
-       * and a clock that stops before it is done leaves the send waiting for a poll that never comes.
+       * Moves the clock `seconds`, then on a second at a time while `fiber` runs, with a tenth of a second of real
+       * time after each step (20 s of real time at most), and joins it: on a loaded machine a first send over
+       * PostgreSQL can wait for the runner's shards longer than `seconds`, and a clock that stops before it is done
+       * leaves the send waiting for a poll that never comes. Still running then, it is a failure that says so.
        */
       const joinAfter = <A, E>(fiber: Fiber.Fiber<A, E>, seconds: number) =>
         Effect.gen(function* () {
           yield* advance(seconds)
-          for (let i = 0; i < 60 && Option.isNone(yield* Fiber.poll(fiber)); i++) yield* advance(1)
+          for (let i = 0; i < 200 && Option.isNone(yield* Fiber.poll(fiber)); i++) {
+            yield* advance(1)
+            yield* TestServices.provideLive(Effect.sleep("100 millis"))
+          }
+          if (Option.isNone(yield* Fiber.poll(fiber))) {
+            return yield* Effect.dieMessage(
+              "the sends were not done after 200 more seconds of clock and 20 s of real time"
+            )
+          }
           return yield* Fiber.join(fiber)
         })
 

@@ -2,8 +2,8 @@
  * One reminder occurrence on the grain's entity (`Reminders`' `deliver`, step 4 and 5 of docs/cluster.md,
  * "Delivering an occurrence"): the row and its state read again, the misfire and pause decisions, the grain's
  * handling under the reminder's retry policy, and one write of the row's advance (or removal) with the run, after
- * which the next occurrence is armed. Also the occurrence arithmetic it shares with the `Schedules` source
- * (`nextOccurrence`, `decideMisfire`) and the failure policies' shape.
+ * which the next occurrence is armed; with the occurrence arithmetic it needs (`nextOccurrence`, `decideMisfire`)
+ * and the shape of the failure policies from code, which the service checks.
  *
  * @internal
  */
@@ -71,7 +71,7 @@ const untilStored =
     ).pipe(Effect.orDie) // never reached: the schedule has no end
 
 /** The occurrence after the one due at `due`, delivered at `now`: the next grid point (or cron instant) after now. */
-export const nextOccurrence = (row: ReminderSql.ReminderRow, due: number, now: number): number | undefined => {
+const nextOccurrence = (row: ReminderSql.ReminderRow, due: number, now: number): number | undefined => {
   if (row.periodMillis !== undefined) {
     const period = row.periodMillis
     // Whole milliseconds, as the row stores them (a row written before due times were rounded may hold a fraction).
@@ -95,7 +95,7 @@ const MAX_MISSED_SCAN = 10_000
  * now; `runAll(max)` delivers each that passed, the latest `max` (the next is the grid's next, already due).
  * `next` undefined: the row's own `nextOccurrence`.
  */
-export const decideMisfire = (
+const decideMisfire = (
   row: ReminderSql.ReminderRow,
   due: number,
   now: number,
