@@ -284,8 +284,8 @@ export interface RemindersService {
   ) => Effect.Effect<ReminderInfo, RegisterError>
   /**
    * Registers (or replaces) many reminders of grain kind `kind`, all or none: every registration is checked first
-   * (the first bad one fails the batch before anything is written), the rows go in one
-   * statement or transaction (see `registerManyFor`).
+   * (the first bad one fails the batch before anything is written), the rows go in one statement or transaction
+   * (see `registerManyFor`).
    */
   readonly registerMany: (
     kind: AnyKindWire,
@@ -568,7 +568,6 @@ export const layer = (
         return wire
       }
 
-      /** Checks one registration and makes its row; nothing is written. */
       /** Checks one registration and makes its row; nothing is written. */
       const prepare = (kind: AnyKindWire, now: number, registration: Registration<unknown>) =>
         Effect.gen(function* () {
@@ -978,8 +977,7 @@ export const listFor = <Msg, A, E>(
  * none. Each registration is checked first (the same typed errors as `registerFor`); the first bad one fails the
  * whole batch and nothing is written. The rows are written in one statement on PostgreSQL (one per 1,000
  * registrations, in one transaction) and one transaction on SQLite: the batch is written whole or not at all. The
- * same (key, name) twice in
- * a batch: the later one wins. Succeeds with the registered reminders, in the order given.
+ * same (key, name) twice in a batch: the later one wins. Succeeds with the registered reminders, in the order given.
  *
  * @example
  * ```ts

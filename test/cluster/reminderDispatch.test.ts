@@ -24,6 +24,12 @@ interface Sent {
   readonly names: ReadonlyArray<string>
 }
 
+/** When each hand-over happened. */
+const timesOf = (sent: ReadonlyArray<Sent>) => sent.map((s) => s.at)
+
+/** When each hand-over happened, and the reminders it carried. */
+const timelineOf = (sent: ReadonlyArray<Sent>) => sent.map((s): [number, ReadonlyArray<string>] => [s.at, s.names])
+
 /**
  * A dispatcher (poll 1 s, window 2 s) whose scan answers `rows()` (what is due by its horizon, as storage would),
  * and whose send records (time, grain, names) and then runs `onSend`.
@@ -133,19 +139,13 @@ describe("reminder dispatcher", () => {
         onSend: () => (attempts++ === 0 ? Effect.fail("shard moved") : Effect.void)
       })
       yield* adjust(300)
-      assert.deepStrictEqual(
-        sent.map((s) => s.at),
-        [300]
-      )
+      assert.deepStrictEqual(timesOf(sent), [300])
       // The scan at 1 000 finds it still due, within the cooldown: left alone.
       yield* adjust(700)
       assert.strictEqual(sent.length, 1)
       // The scan at 2 000 hands it over again.
       yield* adjust(1_000)
-      assert.deepStrictEqual(
-        sent.map((s) => s.at),
-        [300, 2_000]
-      )
+      assert.deepStrictEqual(timesOf(sent), [300, 2_000])
     })
   )
 
@@ -159,18 +159,12 @@ describe("reminder dispatcher", () => {
       dispatcher.arm(late)
       pending.push(late)
       yield* adjust(490)
-      assert.deepStrictEqual(
-        sent.map((s) => [s.at, s.names]),
-        [[500, ["soon"]]]
-      )
+      assert.deepStrictEqual(timelineOf(sent), [[500, ["soon"]]])
       yield* adjust(4_500)
-      assert.deepStrictEqual(
-        sent.map((s) => [s.at, s.names]),
-        [
-          [500, ["soon"]],
-          [5_000, ["late"]]
-        ]
-      )
+      assert.deepStrictEqual(timelineOf(sent), [
+        [500, ["soon"]],
+        [5_000, ["late"]]
+      ])
     })
   )
 
@@ -199,10 +193,7 @@ describe("reminder dispatcher", () => {
       yield* adjust(199)
       assert.strictEqual(sent.length, 1)
       yield* adjust(1)
-      assert.deepStrictEqual(
-        sent.map((s) => s.at),
-        [100, 700]
-      )
+      assert.deepStrictEqual(timesOf(sent), [100, 700])
     })
   )
 
@@ -218,13 +209,10 @@ describe("reminder dispatcher", () => {
         // row's generation check in storage, not here.
         dispatcher.arm(row("a", "r", 500, "g2"))
         yield* adjust(1_000)
-        assert.deepStrictEqual(
-          sent.map((s) => [s.at, s.names]),
-          [
-            [500, ["r"]],
-            [700, ["r"]]
-          ]
-        )
+        assert.deepStrictEqual(timelineOf(sent), [
+          [500, ["r"]],
+          [700, ["r"]]
+        ])
       })
   )
 
@@ -236,10 +224,7 @@ describe("reminder dispatcher", () => {
       yield* adjust(700)
       assert.deepStrictEqual(sent, [])
       yield* adjust(100)
-      assert.deepStrictEqual(
-        sent.map((s) => s.at),
-        [800]
-      )
+      assert.deepStrictEqual(timesOf(sent), [800])
     })
   )
 
@@ -283,10 +268,7 @@ describe("reminder dispatcher", () => {
       yield* adjust(1_999)
       assert.deepStrictEqual(sent, [])
       yield* adjust(1)
-      assert.deepStrictEqual(
-        sent.map((s) => s.at),
-        [2_000]
-      )
+      assert.deepStrictEqual(timesOf(sent), [2_000])
     })
   )
 
@@ -304,10 +286,7 @@ describe("reminder dispatcher", () => {
       assert.strictEqual((yield* retries) - before, 3)
       failing = false
       yield* adjust(1_000)
-      assert.deepStrictEqual(
-        sent.map((s) => s.at),
-        [3_000]
-      )
+      assert.deepStrictEqual(timesOf(sent), [3_000])
     })
   )
 

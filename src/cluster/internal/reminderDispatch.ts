@@ -47,8 +47,7 @@ export const COOLDOWN_MILLIS = 1_000
 
 /**
  * One reminder armed on the dispatcher (a `DueRow`, as `send` gets it), with its occurrence `due`. It is found by its
- * generation, a snowflake unique to one registration of one
- * reminder, so no key of its own is built. An occurrence of one generation never moves back (the next occurrence is
+ * generation, a snowflake unique to one registration of one reminder, so no key of its own is built. An occurrence of one generation never moves back (the next occurrence is
  * later; a new schedule is a new generation), so a later `due` replaces an earlier one and an earlier one is stale.
  * docs/performance.md has what one costs.
  */
