@@ -11,7 +11,7 @@ import * as ShardId from "@effect/cluster/ShardId"
 import * as Snowflake from "@effect/cluster/Snowflake"
 import { Headers } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
-import { Context, DateTime, Effect, Fiber, Layer, Option, Scope, TestClock, TestServices } from "effect"
+import { Context, DateTime, Effect, Exit, Fiber, Layer, Option, Scope, TestClock, TestServices } from "effect"
 import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
 
 /** The PostgreSQL the pg variants use: TICKWORK_PG_URL, default the machine's local server (trust auth). */
@@ -81,7 +81,12 @@ export const meanwhile = <A, E, R>(
     return yield* Fiber.join(fiber)
   })
 
-/** A runner without sockets over `storage`, in a scope of its own (close it to take the runner away). */
+/**
+ * A runner without sockets over `storage`, in a scope of its own (close it to take the runner away). The scope also
+ * closes with the caller's, before what the caller opened earlier (its storage): a test that fails while the runner
+ * runs then reports its failure. Otherwise the storage's pool would wait at its close for the runner's shard lock
+ * connection, on a timeout of the test clock, and the test would hang to vitest's timeout instead.
+ */
 export const startRunner = (
   storage: Context.Context<SqlClient.SqlClient>,
   port: number,
@@ -89,6 +94,7 @@ export const startRunner = (
 ) =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
+    yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
     const context = yield* Layer.buildWithScope(ClusterRunner.layerTestRunner({ ...options, port }), scope).pipe(
       Effect.provide(storage)
     )

@@ -16,7 +16,7 @@ export interface ScheduleCasesHost {
       readonly startRunner: (
         port: number,
         options?: Pick<ClusterRunner.TestOptions, "shardingConfig">
-      ) => Effect.Effect<TestRunner, unknown>
+      ) => Effect.Effect<TestRunner, unknown, Scope.Scope>
     },
     unknown,
     Scope.Scope

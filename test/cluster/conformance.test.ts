@@ -339,10 +339,14 @@ for (const backend of backends) {
             const shards = (yield* sql<{ readonly shard_id: string }>`SELECT DISTINCT shard_id FROM ${messages}`).map(
               (row) => row.shard_id
             )
-            /** The probe ids (payload) of `claimed`, and of every message marked as read, in send order. */
+            /**
+             * The probe ids (payload) of the messages `where` holds for, in send order: `rowid`, as the claim orders
+             * them. Not `id`: a runner's snowflakes are not ordered across the moment it learns its machine id (seen
+             * under load: c3's id below c2's, sent after it in the same millisecond).
+             */
             const probeIds = (where: Statement.Fragment) =>
               Effect.map(
-                sql<{ readonly payload: string }>`SELECT payload FROM ${messages} WHERE ${where} ORDER BY id`,
+                sql<{ readonly payload: string }>`SELECT payload FROM ${messages} WHERE ${where} ORDER BY rowid`,
                 (rows) => rows.map((row) => (JSON.parse(row.payload) as { id: string }).id)
               )
             const claim = ReadLimit.claimQuery(sql, prefix)
