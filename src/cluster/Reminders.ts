@@ -51,6 +51,7 @@ import {
   type InvalidTimerInterval
 } from "../TimerError.js"
 import type { ClusterGrain, SendError } from "./ClusterGrain.js"
+import * as DeliveryStorage from "./internal/deliveryStorage.js"
 import {
   type AnyKindWire,
   DEFAULT_SEND_TIMEOUT,
@@ -763,7 +764,17 @@ export const layer = (
           return prepared.map((entry) => toInfo(entry.row))
         })
 
-      const deliver = makeDeliver({ sql, table, state, sharding, dispatcher, shardOf, failurePolicies })
+      const deliveryStorage = yield* DeliveryStorage.make(sql, table, state)
+      const deliver = makeDeliver({
+        sql,
+        table,
+        state,
+        storage: deliveryStorage,
+        sharding,
+        dispatcher,
+        shardOf,
+        failurePolicies
+      })
 
       return {
         register,

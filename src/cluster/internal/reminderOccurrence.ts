@@ -26,19 +26,19 @@ import * as QuartzCron from "../../QuartzCron.js"
 import type { Misfire, Run } from "../../Schedules.js"
 import type { InvalidSchedulePolicy } from "../../TimerError.js"
 import type { ReminderId, RemindersService } from "../Reminders.js"
+import type * as DeliveryStorage from "./deliveryStorage.js"
 import { type AnyKindWire, issueOf } from "./grainProtocol.js"
 import type * as Dispatch from "./reminderDispatch.js"
 import * as ReminderSql from "./reminderSql.js"
 import * as ScheduleState from "./scheduleState.js"
 
 /**
- * Deliveries of one runner that read storage at once, and that write it at once (an occurrence's outcome); the
- * grain's handling is outside both limits, and each attempt takes its place in line anew. Without a limit, thousands of
- * occurrences arriving together (a restart with a backlog) each waited for one of the pool's connections, every wait
- * longer than the pool's acquire timeout, and none progressed. Reads and writes wait in lines of their own, so an
- * occurrence whose grain has handled it is not written after every read still waiting.
+ * Deliveries of one runner that write an outcome with more than its row and run at once (a failure's count, a pause:
+ * one transaction each); each attempt takes its place in line anew. Without a limit, thousands of occurrences arriving
+ * together (a restart with a backlog) each waited for one of the pool's connections, every wait longer than the
+ * pool's acquire timeout, and none progressed. The other reads and writes go many to a statement
+ * (`deliveryStorage.ts`), one statement of each at a time.
  */
-const DELIVERY_READS = 4
 const DELIVERY_WRITES = 4
 
 /** The waits between attempts of a storage operation on the delivery path: short for a blip, capped for an outage. */
@@ -46,29 +46,26 @@ const STORAGE_RETRY = Schedule.exponential("200 millis").pipe(Schedule.union(Sch
 
 /**
  * A storage operation on the delivery path, tried until it succeeds: giving up would lose the occurrence, since the
- * cluster marks a message processed once its handler returns. Each attempt waits for a place in `line`; each failure
- * is logged and counted (`scheduleEvents("storage_retry")`). The operation itself runs uninterruptibly; the waits (in
- * line, between attempts) are interruptible: a runner that shuts down while its storage fails leaves the message
- * unprocessed, for the shard's next owner to deliver.
+ * cluster marks a message processed once its handler returns. Each attempt waits for a place in `line`, if given;
+ * each failure is logged and counted (`scheduleEvents("storage_retry")`). The operation itself runs uninterruptibly;
+ * the waits (in line, between attempts) are interruptible: a runner that shuts down while its storage fails leaves
+ * the message unprocessed, for the shard's next owner to deliver.
  */
 const untilStored =
-  (what: string, line: Permits) =>
-  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, never, R> =>
-    Effect.interruptible(
-      Effect.retry(
-        line.with(
-          Effect.uninterruptible(
-            Effect.tapError(effect, (error) =>
-              Effect.zipRight(
-                Effect.sync(() => scheduleEvents("storage_retry").unsafeUpdate(1, [])),
-                Effect.logWarning(`${what}: storage failed; tried again`, error)
-              )
-            )
-          )
-        ),
-        STORAGE_RETRY
+  (what: string, line?: Permits) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, never, R> => {
+    const attempt = Effect.uninterruptible(
+      Effect.tapError(effect, (error) =>
+        Effect.zipRight(
+          Effect.sync(() => scheduleEvents("storage_retry").unsafeUpdate(1, [])),
+          Effect.logWarning(`${what}: storage failed; tried again`, error)
+        )
       )
-    ).pipe(Effect.orDie) // never reached: the schedule has no end
+    )
+    return Effect.interruptible(Effect.retry(line === undefined ? attempt : line.with(attempt), STORAGE_RETRY)).pipe(
+      Effect.orDie // never reached: the schedule has no end
+    )
+  }
 
 /** The occurrence after the one due at `due`, delivered at `now`: the next grid point (or cron instant) after now. */
 const nextOccurrence = (row: ReminderSql.ReminderRow, due: number, now: number): number | undefined => {
@@ -147,6 +144,8 @@ export interface DeliverOptions {
   readonly sql: SqlClient.SqlClient
   readonly table: ReminderSql.ReminderSql
   readonly state: ScheduleState.ScheduleState
+  /** The reads and writes of many occurrences to a statement. */
+  readonly storage: DeliveryStorage.DeliveryStorage
   readonly sharding: Sharding["Type"]
   readonly dispatcher: Dispatch.Dispatcher
   /** The shard of grain `key` of `kind`. */
@@ -157,19 +156,16 @@ export interface DeliverOptions {
 
 /** The `deliver` of one runner's reminders service. */
 export const makeDeliver = (options: DeliverOptions): RemindersService["deliver"] => {
-  const { dispatcher, failurePolicies, sharding, shardOf, sql, state, table } = options
+  const { dispatcher, failurePolicies, sharding, shardOf, sql, state, storage, table } = options
   const withSharding = Effect.provideService(Sharding, sharding)
-  const readLine = new Permits(DELIVERY_READS)
   const writeLine = new Permits(DELIVERY_WRITES)
   return (kind, key, delivery, handle) =>
     Effect.gen(function* () {
       const what = `reminder "${delivery.name}" of grain ${kind.name}/${key}`
-      const reading = untilStored(what, readLine)
-      const writing = untilStored(what, writeLine)
       // The reminder's row and its state (pause, policies, failures in a row), in one read.
       const stateKey = ReminderSql.stateKeyFor(kind.name, key, delivery.name)
-      const read = yield* reading(state.withState(table.getStatement(kind.name, key, delivery.name), stateKey))
-      const row = read === undefined ? undefined : ReminderSql.rowOf(read.row)
+      const read = yield* untilStored(what)(storage.read({ kind: kind.name, key, name: delivery.name, ref: stateKey }))
+      const row = read?.row
       const manual = delivery.manual !== undefined
       // Unregistered, replaced, or an occurrence already handled (the row moved past it): drop it. A later
       // occurrence than the row's is accepted: the row's advance may have failed after it was persisted. An
@@ -276,31 +272,35 @@ export const makeDeliver = (options: DeliverOptions): RemindersService["deliver"
         ? undefined
         : (misfire?.next ?? nextOccurrence(row, delivery.due, yield* Clock.currentTimeMillis))
       const shard = shardOf(kind, key)
-      const final = table.finalStatement(
-        kind.name,
+      const outcome: DeliveryStorage.Outcome = {
+        kind: kind.name,
         key,
-        row.name,
-        row.generation,
-        manual
+        name: row.name,
+        generation: row.generation,
+        write: manual
           ? { _tag: "current" }
           : next === undefined
             ? { _tag: "remove" }
-            : { _tag: "advance", nextDue: next, shardId: shard.toString() }
-      )
-      const recorded = run === undefined ? [] : state.recordStatements(stateKey, runId, run, keep)
-      /** The other writes, after the row's and the run's, in the same transaction, if the row's held. */
-      const inTransaction = <E>(first: Effect.Effect<boolean, E>) =>
-        sql.withTransaction(
-          Effect.suspend(() => {
-            pausedNow = false
-            return Effect.tap(first, (still) => (still ? Effect.all(writes, { discard: true }) : Effect.void))
-          })
+            : { _tag: "advance", nextDue: next, shardId: shard.toString() },
+        run: run === undefined ? undefined : { reference: stateKey, id: runId, run, keep }
+      }
+      /** The row's write and the run, then the other writes in the same transaction, if the row's held. */
+      const inTransaction = Effect.suspend(() => {
+        pausedNow = false
+        const recorded = run === undefined ? [] : state.recordStatements(stateKey, runId, run, keep)
+        const final = table.finalStatement(kind.name, key, row.name, row.generation, outcome.write)
+        return sql.withTransaction(
+          Effect.tap(ScheduleState.guardedWrite(sql, final, recorded, "deferred"), (still) =>
+            still ? Effect.all(writes, { discard: true }) : Effect.void
+          )
         )
-      // The row's write and the run: one statement on PostgreSQL (one commit, no transaction round trips when
-      // nothing else is written), one transaction on SQLite. Its commit does not wait for the disk: a write lost
-      // in a crash of the database leaves the row due, and the occurrence is delivered again (at least once).
-      const write = ScheduleState.guardedWrite(sql, final, recorded, "deferred")
-      const written = yield* writing(writes.length === 0 ? write : inTransaction(write))
+      })
+      // The row's write and the run, with other occurrences' (`deliveryStorage.ts`); its commit does not wait for
+      // the disk: a write lost in a crash of the database leaves the row due, and the occurrence is delivered again
+      // (at least once). With more to write, a transaction of its own.
+      const written = yield* writes.length === 0
+        ? untilStored(what)(storage.write(outcome))
+        : untilStored(what, writeLine)(inTransaction)
       // The next occurrence: armed here at once when it is due soon (the grain's shard is this runner's).
       if (written && next !== undefined && sharding.hasShardId(shard)) {
         dispatcher.arm({ kind: kind.name, key, name: row.name, generation: row.generation, due: next })

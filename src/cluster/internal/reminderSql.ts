@@ -102,6 +102,25 @@ export interface DueRow {
   readonly due: number
 }
 
+/** A reminder to read (`manyStatement`), with a value carried along to its row. */
+export interface Wanted {
+  readonly kind: string
+  readonly key: string
+  readonly name: string
+  readonly ref: string
+}
+
+/** A row of `manyStatement`: the reminder's, the index of its `Wanted` and the `ref` it carried. */
+export interface ManyRow extends RawRow {
+  readonly i: number | string
+  readonly ref: string
+}
+
+/** The write of a reminder's row at the end of an occurrence (`finalStatement`). */
+export type FinalWrite =
+  | { readonly _tag: "advance"; readonly nextDue: number; readonly shardId: string }
+  | { readonly _tag: "remove" | "current" }
+
 export const chunks = <A>(items: ReadonlyArray<A>, size = UPSERT_CHUNK): ReadonlyArray<ReadonlyArray<A>> =>
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
 
@@ -138,6 +157,11 @@ export interface ReminderSql {
   readonly get: (kind: string, key: string, name: string) => Effect.Effect<ReminderRow | undefined, SqlError>
   /** `get` as a statement not yet run (to read with more beside it); `rowOf` reads its row. */
   readonly getStatement: (kind: string, key: string, name: string) => Statement.Statement<RawRow>
+  /**
+   * The rows of the reminders `wanted` in one statement not yet run, each with the index `i` of its entry in `wanted`
+   * and the entry's `ref` (carried along for a join); a reminder that is gone has no row.
+   */
+  readonly manyStatement: (wanted: ReadonlyArray<Wanted>) => Statement.Statement<ManyRow>
   /** The rows of the grains `keys` of `kind`, by key, `UPSERT_CHUNK` keys per statement. */
   readonly byKeys: (
     kind: string,
@@ -160,10 +184,14 @@ export interface ReminderSql {
     key: string,
     name: string,
     generation: string,
-    write:
-      | { readonly _tag: "advance"; readonly nextDue: number; readonly shardId: string }
-      | { readonly _tag: "remove" | "current" }
+    write: FinalWrite
   ) => Statement.Statement<Row>
+  /**
+   * PostgreSQL: `finalStatement` for many occurrences in one statement, as data-modifying CTEs over the CTE `input`
+   * (columns `i`, `kind`, `grain_key`, `name`, `generation`, `op` (`FinalWrite`'s tag), `next_due`, `shard_id`). They
+   * define `done (i)`: the inputs whose row was written. Inputs of one reminder twice in a batch are not expected.
+   */
+  readonly finalManyParts: (input: string) => ReadonlyArray<Statement.Fragment>
   /** Moves the reminder to its next occurrence, only if `generation` is still current: true when it did. */
   readonly advance: (
     kind: string,
@@ -247,6 +275,25 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
         RETURNING grain_key, name`
     const getStatement = (kind: string, key: string, name: string) =>
       sql<RawRow>`${select} WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name}`
+    const manyStatement = (wanted: ReadonlyArray<Wanted>) =>
+      sql<ManyRow>`WITH w (i, kind, grain_key, name, ref) AS (VALUES ${sql.csv(
+        wanted.map(({ key, kind, name, ref }, i) => sql`(${i}, ${kind}, ${key}, ${name}, ${ref})`)
+      )})
+        SELECT w.i, w.ref, r.name, r.generation, r.message, r.next_due, r.period_millis, r.cron, r.time_zone
+        FROM w JOIN ${table} r ON r.kind = w.kind AND r.grain_key = w.grain_key AND r.name = w.name`
+    const finalManyParts = (input: string): ReadonlyArray<Statement.Fragment> => {
+      const x = sql(input)
+      const same = sql`t.kind = x.kind AND t.grain_key = x.grain_key AND t.name = x.name AND t.generation = x.generation`
+      // As `finalStatement` does for one: an advance already written is not written again.
+      return [
+        sql`removed AS (DELETE FROM ${table} t USING ${x} x WHERE x.op = 'remove' AND ${same} RETURNING x.i)`,
+        sql`advanced AS (UPDATE ${table} t SET next_due = x.next_due, shard_id = x.shard_id FROM ${x} x
+          WHERE x.op = 'advance' AND ${same} AND t.next_due <> x.next_due RETURNING x.i)`,
+        sql`held AS (UPDATE ${table} t SET generation = t.generation FROM ${x} x
+          WHERE x.op = 'current' AND ${same} RETURNING x.i)`,
+        sql`done (i) AS (SELECT i FROM removed UNION ALL SELECT i FROM advanced UNION ALL SELECT i FROM held)`
+      ]
+    }
     const finalStatement: ReminderSql["finalStatement"] = (kind, key, name, generation, write) => {
       const where = sql`WHERE kind = ${kind} AND grain_key = ${key} AND name = ${name} AND generation = ${generation}`
       switch (write._tag) {
@@ -326,6 +373,7 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
       get: (kind, key, name) =>
         Effect.map(getStatement(kind, key, name), (rows) => (rows[0] === undefined ? undefined : rowOf(rows[0]))),
       getStatement,
+      manyStatement,
       list: (kind, key) =>
         Effect.map(sql<RawRow>`${select} WHERE kind = ${kind} AND grain_key = ${key} ORDER BY name`, (rows) =>
           rows.map(rowOf)
@@ -336,6 +384,7 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
         (rows) => rows.map((raw) => ({ kind: raw.kind, key: raw.grain_key, row: rowOf(raw) }))
       ),
       finalStatement,
+      finalManyParts,
       advance: (kind, key, name, generation, nextDue, shardId) =>
         touched(finalStatement(kind, key, name, generation, { _tag: "advance", nextDue, shardId })),
       remove: (kind, key, name, generation) =>

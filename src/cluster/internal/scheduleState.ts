@@ -164,14 +164,22 @@ export const guardedWrite = (
         (result) => Number(result[0]?.written ?? 0) > 0
       )
     },
-    orElse: () =>
-      sql.withTransaction(
-        Effect.flatMap(condition, (rows) =>
-          rows.length === 0 ? Effect.succeed(false) : Effect.as(unguarded(sql, guarded), true)
-        )
-      )
+    orElse: () => sql.withTransaction(guardedSequence(sql, condition, guarded))
   })
 }
+
+/**
+ * `condition`, then, only when it changed a row, the `guarded` statements, one after the other (SQLite's form of
+ * `guardedWrite`, to run inside a transaction). True when the condition held.
+ */
+export const guardedSequence = (
+  sql: SqlClient.SqlClient,
+  condition: Statement.Statement<Row>,
+  guarded: ReadonlyArray<Guarded>
+): Effect.Effect<boolean, SqlError> =>
+  Effect.flatMap(condition, (rows) =>
+    rows.length === 0 ? Effect.succeed(false) : Effect.as(unguarded(sql, guarded), true)
+  )
 
 export const tableNames = Effect.map(Tables, ({ prefix }) => ({
   state: `${prefix}_tickwork_schedule_state`,
@@ -218,6 +226,16 @@ export const make = Effect.gen(function* () {
   const selectState = sql`
     SELECT reference, paused_note, paused_by, paused_at, policies, defined, failures_in_row, running_since, buffered
     FROM ${state}`
+  /** `select`'s rows (as `q`) with the state of each one's `reference` beside them (as `s`). */
+  const joinState = <A extends object>(select: Statement.Statement<A>, reference: Statement.Fragment) =>
+    sql<A & { readonly [K in keyof RawState]: RawState[K] | null }>`SELECT q.*, s.reference, s.paused_note,
+      s.paused_by, s.paused_at, s.policies, s.defined, s.failures_in_row, s.running_since, s.buffered
+      FROM (${select}) q LEFT JOIN ${state} s ON s.reference = ${reference}`
+  const stateOf = (row: { readonly reference: string | null }): StateRow | undefined =>
+    row.reference === null ? undefined : toState(row as RawState)
+  /** A reference's runs, the newest first: what a trim keeps the head of. */
+  const newestFirst = (alias: string) =>
+    sql`ORDER BY COALESCE(${sql(alias)}.ended, ${sql(alias)}.started, ${sql(alias)}.instant) DESC, ${sql(alias)}.instant DESC`
   /**
    * `record`'s statements, each written only where `guard` holds (SQL for a WHERE clause): the run's insert and the
    * trim to the newest `keep`. Run in one statement (`sameSnapshot`), the trim does not see the insert: it keeps
@@ -234,8 +252,8 @@ export const make = Effect.gen(function* () {
       ON CONFLICT (reference, id) DO NOTHING`,
     (guard, sameSnapshot) => sql`
       DELETE FROM ${runs} WHERE reference = ${reference} AND ${guard} AND id NOT IN (
-        SELECT id FROM ${runs} WHERE reference = ${reference}
-        ORDER BY COALESCE(ended, started, instant) DESC, instant DESC LIMIT ${sameSnapshot ? Math.max(0, keep - 1) : keep})`
+        SELECT id FROM ${runs} v WHERE reference = ${reference}
+        ${newestFirst("v")} LIMIT ${sameSnapshot ? Math.max(0, keep - 1) : keep})`
   ]
   return {
     /**
@@ -246,16 +264,18 @@ export const make = Effect.gen(function* () {
       select: Statement.Statement<A>,
       reference: string
     ): Effect.Effect<{ readonly row: A; readonly state: StateRow | undefined } | undefined, SqlError> =>
-      Effect.map(
-        sql<A & { readonly [K in keyof RawState]: RawState[K] | null }>`SELECT q.*, s.reference, s.paused_note,
-          s.paused_by, s.paused_at, s.policies, s.defined, s.failures_in_row, s.running_since, s.buffered
-          FROM (${select}) q LEFT JOIN ${state} s ON s.reference = ${reference}`,
-        (rows) => {
-          const first = rows[0]
-          if (first === undefined) return undefined
-          return { row: first, state: first.reference === null ? undefined : toState(first as RawState) }
-        }
-      ),
+      Effect.map(joinState(select, sql`${reference}`), (rows) => {
+        const first = rows[0]
+        return first === undefined ? undefined : { row: first, state: stateOf(first) }
+      }),
+    /**
+     * `withState` for many rows in one round trip: each row of `select` with the state of the reference in its `ref`
+     * column beside it. `select`'s columns must not be the state table's.
+     */
+    withStates: <A extends { readonly ref: string }>(
+      select: Statement.Statement<A>
+    ): Effect.Effect<ReadonlyArray<{ readonly row: A; readonly state: StateRow | undefined }>, SqlError> =>
+      Effect.map(joinState(select, sql`q.ref`), (rows) => rows.map((row) => ({ row, state: stateOf(row) }))),
     get: (reference: string): Effect.Effect<StateRow | undefined, SqlError> =>
       Effect.map(sql<RawState>`${selectState} WHERE reference = ${reference}`, (rows) =>
         rows[0] === undefined ? undefined : toState(rows[0])
@@ -323,6 +343,28 @@ export const make = Effect.gen(function* () {
       const [insert, prune] = recordStatements(reference, id, run, keep).map((statement) => statement(sql`1 = 1`, true))
       return { insert: insert!, prune: prune! }
     },
+    /**
+     * PostgreSQL: `recordStatements` for many runs in one statement, as data-modifying CTEs over the CTE `input`
+     * (columns `i`, `reference`, `id`, `instant`, `run_trigger`, `started`, `ended`, `outcome`, `lateness`, `attempts`,
+     * `detail`, `keep`; `reference` null for no run), for the inputs in the CTE `done (i)` only. In one statement the
+     * trim does not see the insert: it keeps `keep - 1` besides it. One reference twice in a batch is not expected.
+     */
+    recordManyParts: (input: string, done: string): ReadonlyArray<Statement.Fragment> => {
+      const recorded = sql`${sql(input)} x JOIN ${sql(done)} d ON d.i = x.i`
+      return [
+        sql`recorded AS (
+          INSERT INTO ${runs} (reference, id, instant, run_trigger, started, ended, outcome, lateness, attempts, detail)
+          SELECT x.reference, x.id, x.instant, x.run_trigger, x.started, x.ended, x.outcome, x.lateness, x.attempts,
+            x.detail
+          FROM ${recorded} WHERE x.reference IS NOT NULL AND x.keep > 0
+          ON CONFLICT (reference, id) DO NOTHING)`,
+        sql`trimmed AS (
+          DELETE FROM ${runs} u USING ${recorded}
+          WHERE x.reference IS NOT NULL AND u.reference = x.reference AND u.id NOT IN (
+            SELECT v.id FROM ${runs} v WHERE v.reference = x.reference ${newestFirst("v")}
+            LIMIT GREATEST(x.keep - 1, 0)))`
+      ]
+    },
     /** Whether the run `id` is recorded (a redelivered trigger or backfill that committed already). */
     hasRun: (reference: string, id: string): Effect.Effect<boolean, SqlError> =>
       Effect.map(
@@ -339,8 +381,8 @@ export const make = Effect.gen(function* () {
     lastRun: (reference: string): Effect.Effect<Run | undefined, SqlError> =>
       Effect.map(
         sql<RawRun>`
-          SELECT instant, run_trigger, started, ended, outcome, lateness, attempts, detail FROM ${runs}
-          WHERE reference = ${reference} ORDER BY COALESCE(ended, started, instant) DESC, instant DESC LIMIT 1`,
+          SELECT instant, run_trigger, started, ended, outcome, lateness, attempts, detail FROM ${runs} v
+          WHERE reference = ${reference} ${newestFirst("v")} LIMIT 1`,
         (rows) => (rows[0] === undefined ? undefined : toRun(rows[0]))
       )
   }
