@@ -299,16 +299,18 @@ export interface RemindersService {
   /** The cluster grain kind `name` if `ClusterGrain.layer` hosts it on this runner. */
   readonly hostedKind: (name: string) => AnyKindWire | undefined
   /**
-   * Entity side: checks an arriving occurrence against the table, hands the message to `handle` (a failure of it is
-   * a failed occurrence: retried, counted and recorded under the reminder's failure policies), then schedules the
-   * next occurrence (or removes a one-shot). Its own storage operations are tried until they pass (`untilStored`,
+   * Entity side: checks arriving occurrences of the grain's reminders against the table, hands each one's message to
+   * `handle` in turn (a failure of it is a failed occurrence: retried, counted and recorded under the reminder's
+   * failure policies; `around` wraps each one, e.g. in a span), then schedules the next occurrence (or removes a
+   * one-shot). Its own storage operations are tried until they pass (`untilStored`,
    * internal/reminderOccurrence.ts).
    */
   readonly deliver: <Msg, A, E>(
     kind: KindWire<Msg, A, E>,
     key: string,
-    delivery: ReminderDelivery,
-    handle: (message: Msg) => Effect.Effect<void, unknown>
+    deliveries: ReadonlyArray<ReminderDelivery>,
+    handle: (message: Msg) => Effect.Effect<void, unknown>,
+    around?: <B>(delivery: ReminderDelivery, effect: Effect.Effect<B>) => Effect.Effect<B>
   ) => Effect.Effect<void>
   /**
    * The reminders as a `Schedules` source (kind `"reminder"`, owner `<kind>/<key>`, reference `<kind>/<key>/<name>`);
@@ -624,6 +626,8 @@ export const layer = (
           )
         })
 
+      /** The reads and writes of deliveries, many occurrences to a statement. */
+      const deliveryStorage = yield* DeliveryStorage.make(sql, table, state)
       const config = yield* Effect.serviceOption(ShardingConfig.ShardingConfig)
       const runner = runnerStorages.get(sharding)
       const pollMillis = runner?.pollMillis ?? pollMillisOf(config)
@@ -640,6 +644,7 @@ export const layer = (
         ),
         holds: (kind, key) => sharding.hasShardId(shardOf(storedWire(kind), key)),
         scan: table.due,
+        siblings: table.dueOfGrains,
         send: (kind, key, rows) => {
           const hosted = localKind(sharding, kind)
           if (hosted === undefined) return unhostedWarning(kind)
@@ -663,6 +668,7 @@ export const layer = (
       ) => {
         let remote = false
         for (const { key, local, row } of written) {
+          deliveryStorage.touched(kind, key)
           if (local) dispatcher.arm({ kind, key, name: row.name, generation: row.generation, due: row.nextDue })
           else remote = true
         }
@@ -764,7 +770,6 @@ export const layer = (
           return prepared.map((entry) => toInfo(entry.row))
         })
 
-      const deliveryStorage = yield* DeliveryStorage.make(sql, table, state)
       const deliver = makeDeliver({
         sql,
         table,
@@ -782,7 +787,10 @@ export const layer = (
         unregister: (kind, key, name) =>
           storage("unregister")(
             Effect.tap(table.remove(kind.name, key, name), () =>
-              state.remove(ReminderSql.stateKeyFor(kind.name, key, name))
+              Effect.zipRight(
+                state.remove(ReminderSql.stateKeyFor(kind.name, key, name)),
+                Effect.sync(() => deliveryStorage.touched(kind.name, key))
+              )
             )
           ),
         list: (kind, key) => storage("list")(Effect.map(table.list(kind.name, key), (rows) => rows.map(toInfo))),
@@ -794,6 +802,7 @@ export const layer = (
           sharding,
           send: (kind, key, delivery) => withSharding(sendOccurrence(storedWire(kind), key, delivery)),
           reschedule: (kind, key, row, schedule) => withSharding(reschedule(kind, key, row, schedule)),
+          touched: deliveryStorage.touched,
           failurePolicies: (reminder) => Either.getOrElse(failurePolicies(reminder), () => NO_FAILURE_POLICIES)
         })
       }

@@ -742,18 +742,23 @@ export interface RecoveryResult {
   readonly n: number
   /** Delivered before the kill (registration overran the due time); not counted below. */
   readonly deliveredBeforeKill: Record<System, number>
-  readonly bySystem: Record<
-    System,
-    {
-      readonly delivered: number
-      readonly duplicates: number
-      /** From spawning the new runners / from the last of them being ready, to the last delivery. */
-      readonly sinceSpawnMillis: number
-      readonly sinceReadyMillis: number
-    }
+  /** A system whose run failed has none. */
+  readonly bySystem: Partial<
+    Record<
+      System,
+      {
+        readonly delivered: number
+        readonly duplicates: number
+        /** From spawning the new runners / from the last of them being ready, to the last delivery. */
+        readonly sinceSpawnMillis: number
+        readonly sinceReadyMillis: number
+      }
+    >
   >
-  /** Spawn to the last runner ready. */
+  /** Spawn to the last runner ready (of the tickwork run, when each system ran alone). */
   readonly startMillis: number
+  /** Whether each system's backlog was restarted alone (`bySystem` from two runs). */
+  readonly alone: boolean
 }
 
 /** The registrations a phase times to plan its due times (5% of its reminders, at least 100). */
@@ -764,38 +769,72 @@ const sampleSize = (n: number) => Math.max(100, Math.round(n / 20))
  * registration ends before the first is due (else some are delivered before what the phase does to its runners): 1.5
  * times the time a sample of registrations takes, and 3 s more.
  */
-const registerBoth = async (runner: RunnerProcess, n: number, windowMillis: number, concurrency: number) => {
+const registerBoth = async (
+  runner: RunnerProcess,
+  n: number,
+  windowMillis: number,
+  concurrency: number,
+  systems: ReadonlyArray<System> = SYSTEMS
+) => {
   const ids = { t: { from: 0, to: n }, p: { from: n, to: 2 * n } }
   const all = new Ids()
   all.take(2 * n)
   await sampleRate(runner, all, 50, concurrency) // warm-up
   const rate = await sampleRate(runner, all, sampleSize(n), concurrency)
-  const dueFrom = Date.now() + Math.ceil(((2 * n) / rate) * 1500) + 3_000
+  const dueFrom = Date.now() + Math.ceil(((systems.length * n) / rate) * 1500) + 3_000
   let retries = 0
-  for (const system of SYSTEMS) {
+  for (const system of systems) {
     retries += (await register(runner, system, ids[system], dueFrom, dueFrom + windowMillis, concurrency)).retries
   }
   return { ids, dueFrom, retries }
 }
 
+/**
+ * The recovery runs: each system alone in its runners (the target's figure: the restart delivers one system's backlog,
+ * no other work beside it), or both systems' backlogs in one restart, each one's delivery sharing the runners with the
+ * other's (the figures before 2026-12-04). `TICKWORK_BENCH_CLUSTER_RECOVERY=alone` (the default) or `=together`; `=t`
+ * or `=p` runs one system's alone only.
+ */
+const RECOVERY_RUNS: ReadonlyArray<ReadonlyArray<System>> = (() => {
+  const which = process.env.TICKWORK_BENCH_CLUSTER_RECOVERY ?? "alone"
+  if (which === "together") return [SYSTEMS]
+  if (which === "alone") return SYSTEMS.map((system) => [system])
+  if (which === "t" || which === "p") return [[which]]
+  throw new Error(`TICKWORK_BENCH_CLUSTER_RECOVERY: "${which}" (alone, together, t, p)`)
+})()
+
+/** The runs of `RECOVERY_RUNS` as one result: each system's figures from the run that restarted its backlog. */
+const mergeRecoveries = (runs: ReadonlyArray<RecoveryResult>): RecoveryResult | undefined => {
+  if (runs.length === 0) return undefined
+  const runOf = (system: System) => runs.find((r) => system in r.bySystem) ?? runs[0]!
+  const t = runOf("t")
+  const p = runOf("p")
+  return {
+    ...t,
+    deliveredBeforeKill: { t: t.deliveredBeforeKill.t, p: p.deliveredBeforeKill.p },
+    bySystem: { ...p.bySystem, ...t.bySystem }
+  }
+}
+
 const recoveryPhase = async (
   storage: Storage,
   options: ClusterOptions,
-  log: (line: string) => void
+  log: (line: string) => void,
+  systems: ReadonlyArray<System>
 ): Promise<RecoveryResult> => {
   const n = options.recovery
   const deliveries = new Deliveries(2 * n + 2 * sampleSize(n) + 100)
   let runners = await startAll(3, storage, deliveries)
   try {
-    const { ids, dueFrom, retries } = await registerBoth(runners[0]!, n, 1_000, options.concurrency)
+    const { ids, dueFrom, retries } = await registerBoth(runners[0]!, n, 1_000, options.concurrency, systems)
     await Promise.all(runners.map(kill))
     const deliveredBeforeKill = {
       t: deliveries.delivered("t", ids.t.from, ids.t.to),
       p: deliveries.delivered("p", ids.p.from, ids.p.to)
     }
     log(
-      `  ${fmtInt(n)} of each registered (${retries} registrations tried again), every runner SIGKILLed ` +
-        `${fmtInt(dueFrom - Date.now())} ms before due`
+      `  ${fmtInt(n)} of ${systems.map((system) => LABEL[system]).join(" and ")} registered (${retries} ` +
+        `registrations tried again), every runner SIGKILLed ${fmtInt(dueFrom - Date.now())} ms before due`
     )
     await sleep(Math.max(0, dueFrom + 2_000 - Date.now()))
     const spawnAt = Date.now()
@@ -803,7 +842,7 @@ const recoveryPhase = async (
     const readyAt = Math.max(...runners.map((r) => r.readyAt()))
     const deadline = Date.now() + Math.max(120_000, n * 2)
     const bySystem = {} as RecoveryResult["bySystem"]
-    for (const system of SYSTEMS) {
+    for (const system of systems) {
       const { from, to } = ids[system]
       await deliveries.waitAll(system, from, to, deadline)
       const last = deliveries.lastAt(system, from, to)
@@ -815,16 +854,27 @@ const recoveryPhase = async (
       }
     }
     await sleep(1_000)
-    for (const system of SYSTEMS) {
+    for (const system of systems) {
       const { from, to } = ids[system]
-      bySystem[system] = { ...bySystem[system], duplicates: deliveries.duplicates(system, from, to) }
+      const b = { ...bySystem[system]!, duplicates: deliveries.duplicates(system, from, to) }
+      bySystem[system] = b
+      // Deliveries in each second from the spawn (by runner), to see where the time goes.
+      const perSecond: Array<Array<number>> = []
+      for (let id = from; id < to; id++) {
+        if (deliveries.times[system][id] === 0) continue
+        const second = Math.max(0, Math.floor((deliveries.first[system][id]! - spawnAt) / 1000))
+        const row = (perSecond[second] ??= [0, 0, 0])
+        row[deliveries.byRunner[system][id]!] = (row[deliveries.byRunner[system][id]!] ?? 0) + 1
+      }
       log(
-        `  ${LABEL[system]}: ${fmtInt(bySystem[system].delivered)}/${fmtInt(n)} delivered ` +
-          `${fmtNum(bySystem[system].sinceSpawnMillis / 1000)} s after the restart began ` +
-          `(${fmtNum(bySystem[system].sinceReadyMillis / 1000)} s after the runners were up)`
+        `  ${LABEL[system]}: ${fmtInt(b.delivered)}/${fmtInt(n)} delivered ` +
+          `${fmtNum(b.sinceSpawnMillis / 1000)} s after the restart began ` +
+          `(${fmtNum(b.sinceReadyMillis / 1000)} s after the runners were up; runners up at ` +
+          `${runners.map((r) => fmtNum((r.readyAt() - spawnAt) / 1000)).join(", ")} s); per second from the spawn, ` +
+          `by runner: ${Array.from(perSecond, (row) => (row ?? []).join("/")).join(" ")}`
       )
     }
-    return { n, deliveredBeforeKill, bySystem, startMillis: readyAt - spawnAt }
+    return { n, deliveredBeforeKill, bySystem, startMillis: readyAt - spawnAt, alone: systems.length === 1 }
   } finally {
     await Promise.all(runners.map((r) => stop(r)))
   }
@@ -968,9 +1018,13 @@ const runStorage = async (
     kind === "pg" && wanted("growth")
       ? await phase("pending set growth", (s) => growthPhase(s, options, log))
       : undefined
-  const recovery = wanted("recovery")
-    ? await phase("recovery after a full restart", (s) => recoveryPhase(s, options, log))
-    : undefined
+  const recoveries: Array<RecoveryResult> = []
+  for (const systems of !wanted("recovery") ? [] : RECOVERY_RUNS) {
+    const label = `recovery after a full restart, ${systems.map((system) => LABEL[system]).join(" and ")}`
+    const r = await phase(label, (s) => recoveryPhase(s, options, log, systems))
+    if (r !== undefined) recoveries.push(r)
+  }
+  const recovery = mergeRecoveries(recoveries)
   const killed = wanted("killed")
     ? await phase("three runners, one killed", (s) => killedPhase(s, options, log))
     : undefined
@@ -1158,12 +1212,14 @@ export const clusterTargets = (options: ClusterOptions, storages: ReadonlyArray<
               : `probe p99 at 1M ${fmtNum(last?.probe.t.p99 ?? Number.NaN, 0)} ms`
       })
     }
-    if (s.recovery !== undefined) {
-      const t = s.recovery.bySystem.t
+    const recovered = s.recovery?.bySystem.t
+    if (s.recovery !== undefined && recovered !== undefined) {
+      const t = recovered
+      const p = s.recovery.bySystem.p
       rows.push({
         target: `cluster ${s.storage}: 100k overdue delivered ≤ 10 s after a full restart`,
         measured: `${fmtNum(t.sinceSpawnMillis / 1000)} s (${fmtInt(t.delivered)})`,
-        baseline: `plain ${fmtNum(s.recovery.bySystem.p.sinceSpawnMillis / 1000)} s`,
+        baseline: p === undefined ? "-" : `plain ${fmtNum(p.sinceSpawnMillis / 1000)} s`,
         pass: s.recovery.n >= 100_000 ? t.sinceSpawnMillis <= 10_000 && t.delivered === s.recovery.n : undefined,
         note:
           (s.recovery.n < 100_000 ? `sized down to ${fmtInt(s.recovery.n)} (--recovery=100000); ` : "") +
@@ -1397,19 +1453,23 @@ const formatStorage = (s: StorageResult): string => {
           "from spawn s",
           "from up s"
         ],
-        SYSTEMS.map((system) => {
+        SYSTEMS.flatMap((system) => {
           const b = r.bySystem[system]
+          if (b === undefined) return []
           return [
-            LABEL[system],
-            fmtInt(b.delivered),
-            fmtInt(b.duplicates),
-            fmtNum(b.sinceSpawnMillis / 1000),
-            fmtNum(b.sinceReadyMillis / 1000)
+            [
+              LABEL[system],
+              fmtInt(b.delivered),
+              fmtInt(b.duplicates),
+              fmtNum(b.sinceSpawnMillis / 1000),
+              fmtNum(b.sinceReadyMillis / 1000)
+            ]
           ]
         })
       ),
       `the 3 runners took ${fmtNum(r.startMillis / 1000)} s from spawn to up; delivered before the kill (not ` +
-        `counted): ${r.deliveredBeforeKill.t} / ${r.deliveredBeforeKill.p}; both sets were overdue together`
+        `counted): ${r.deliveredBeforeKill.t} / ${r.deliveredBeforeKill.p}; ` +
+        (r.alone ? "each set restarted alone" : "both sets were overdue together")
     )
   }
   if (s.killed !== undefined) {

@@ -21,6 +21,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import type { Run } from "../../Schedules.js"
 import * as GroupCommit from "./groupCommit.js"
@@ -49,11 +50,29 @@ export interface Outcome {
     | undefined
 }
 
+/** A grain whose occurrences are being delivered, and whether its reminders were written on this runner since. */
+export interface InFlight {
+  changed: boolean
+}
+
 export interface DeliveryStorage {
-  /** The row of the reminder `wanted` (its `ref`: the reminder's state key) and its state; undefined when gone. */
-  readonly read: (wanted: ReminderSql.Wanted) => Effect.Effect<Read | undefined, SqlError>
+  /**
+   * The rows of the reminders `wanted` (each one's `ref`: its state key) and their states, in `wanted`'s order;
+   * undefined for one that is gone. One read, with other callers' reads.
+   */
+  readonly read: (wanted: ReadonlyArray<ReminderSql.Wanted>) => Effect.Effect<ReadonlyArray<Read | undefined>, SqlError>
   /** Writes `outcome`: true when its row was written (its generation still current), and its run with it. */
   readonly write: (outcome: Outcome) => Effect.Effect<boolean, SqlError>
+  /** `write` without waiting: `done` is called once with its answer. */
+  readonly unsafeWrite: (outcome: Outcome, done: (exit: Exit.Exit<boolean, SqlError>) => void) => void
+  /**
+   * The delivery of occurrences of grain (kind, key) starts (`leave` when it ends): until then, a write of any of its
+   * reminders on this runner (`touched`) marks it `changed`, so that what was read before is read again.
+   */
+  readonly enter: (kind: string, key: string) => InFlight
+  readonly leave: (kind: string, key: string, inFlight: InFlight) => void
+  /** A reminder of grain (kind, key) was written on this runner (registered, replaced, removed, paused, ...). */
+  readonly touched: (kind: string, key: string) => void
 }
 
 const closed = (when: "queued" | "inFlight") =>
@@ -68,16 +87,32 @@ export const make = (
 ): Effect.Effect<DeliveryStorage, never, Scope.Scope> =>
   Effect.gen(function* () {
     const sql = client.withoutTransforms()
-    const reads = yield* GroupCommit.make<ReminderSql.Wanted, Read | undefined, SqlError, never>({
-      maxBatch: MAX_BATCH,
+    /** One statement of at most `MAX_BATCH` reminders. */
+    const readOnce = (wanted: ReadonlyArray<ReminderSql.Wanted>) =>
+      Effect.map(state.withStates(table.manyStatement(wanted)), (rows) => {
+        const found: Array<Read | undefined> = new Array(wanted.length).fill(undefined)
+        for (const { row, state } of rows) found[Number(row.i)] = { row: ReminderSql.rowOf(row), state }
+        return found
+      })
+    // A caller's reminders are one item (a message's occurrences); the items of a batch are read together.
+    const reads = yield* GroupCommit.make<
+      ReadonlyArray<ReminderSql.Wanted>,
+      ReadonlyArray<Read | undefined>,
+      SqlError,
+      never
+    >({
+      maxBatch: MAX_BATCH / 4,
       closed,
-      write: (wanted) =>
-        Effect.map(state.withStates(table.manyStatement(wanted)), (rows) => {
-          const found: Array<Read | undefined> = new Array(wanted.length).fill(undefined)
-          for (const { row, state } of rows) found[Number(row.i)] = { row: ReminderSql.rowOf(row), state }
-          return found
+      write: (items) =>
+        Effect.map(Effect.forEach(ReminderSql.chunks(items.flat(), MAX_BATCH), readOnce), (chunks) => {
+          const found = chunks.flat()
+          let at = 0
+          return items.map((item) => found.slice(at, (at += item.length)))
         })
     })
+
+    const inFlight = new Map<string, Set<InFlight>>()
+    const grainOf = (kind: string, key: string) => `${kind}\u0000${key}`
 
     const recordOf = (outcome: Outcome) =>
       outcome.run === undefined
@@ -141,5 +176,30 @@ export const make = (
       write: sql.onDialectOrElse({ pg: () => pgWrite, orElse: () => sqliteWrite })
     })
 
-    return { read: reads.submit, write: writes.submit }
+    return {
+      read: (wanted) => (wanted.length === 0 ? Effect.succeed([]) : reads.submit(wanted)),
+      write: writes.submit,
+      unsafeWrite: (outcome, done) => {
+        writes.unsafeSubmit(outcome, done)
+      },
+      enter: (kind, key) => {
+        const grain = grainOf(kind, key)
+        const entry: InFlight = { changed: false }
+        let entries = inFlight.get(grain)
+        if (entries === undefined) inFlight.set(grain, (entries = new Set()))
+        entries.add(entry)
+        return entry
+      },
+      leave: (kind, key, entry) => {
+        const grain = grainOf(kind, key)
+        const entries = inFlight.get(grain)
+        if (entries === undefined) return
+        entries.delete(entry)
+        if (entries.size === 0) inFlight.delete(grain)
+      },
+      touched: (kind, key) => {
+        const entries = inFlight.get(grainOf(kind, key))
+        if (entries !== undefined) for (const entry of entries) entry.changed = true
+      }
+    }
   })

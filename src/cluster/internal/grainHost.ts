@@ -232,15 +232,22 @@ const hostKind = <Msg, A, E>(kind: HostedKind<Msg, A, E>, host: Host) =>
         Effect.ignore(client(key).Touch(undefined, { discard: true }))
       ).pipe(Effect.provideService(Sharding, sharding))
       const keepAlive = keepAliveSwitch(entityRuntime, touch)
-      /** One occurrence of a reminder of this grain, handed to the reminders service (in a span of its own). */
-      const remind = (delivery: ReminderDelivery) => {
-        const delivered = Option.isSome(reminders)
-          ? reminders.value.deliver(kind, key, delivery, (message) => registry.tellTracked(kind.grain, key, message))
-          : Effect.logError(
-              `reminder "${delivery.name}" for grain ${kind.name}/${key} arrived on a runner without the Reminders service; it is dropped`
+      /** Occurrences of reminders of this grain, handed to the reminders service (each in a span of its own). */
+      const remind = (deliveries: ReadonlyArray<ReminderDelivery>) =>
+        Option.isSome(reminders)
+          ? reminders.value.deliver(
+              kind,
+              key,
+              deliveries,
+              (message) => registry.tellTracked(kind.grain, key, message),
+              tracing === undefined
+                ? undefined
+                : (delivery, handled) => reminderSpan(tracing, `${kind.name}/${key}`, delivery, handled)
             )
-        return tracing === undefined ? delivered : reminderSpan(tracing, `${kind.name}/${key}`, delivery, delivered)
-      }
+          : Effect.logError(
+              `reminders ${deliveries.map(({ name }) => `"${name}"`).join(", ")} for grain ${kind.name}/${key} ` +
+                "arrived on a runner without the Reminders service; they are dropped"
+            )
       const id = idOf(kind.name, key)
       keepAliveSinks.set(id, keepAlive.set)
       yield* Effect.addFinalizer(() =>
@@ -268,9 +275,8 @@ const hostKind = <Msg, A, E>(kind: HostedKind<Msg, A, E>, host: Host) =>
             })
           ),
         Touch: () => Effect.void,
-        Remind: (request: { readonly payload: ReminderDelivery }) => remind(request.payload),
-        RemindNow: (request: { readonly payload: ReminderDeliveries }) =>
-          Effect.forEach(request.payload.deliveries, remind, { discard: true })
+        Remind: (request: { readonly payload: ReminderDelivery }) => remind([request.payload]),
+        RemindNow: (request: { readonly payload: ReminderDeliveries }) => remind(request.payload.deliveries)
       })
     })
     yield* sharding.registerEntity(kind.entity, build, { maxIdleTime: kind.maxIdleTime, concurrency: 1 })

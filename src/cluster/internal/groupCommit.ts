@@ -30,6 +30,11 @@ import type * as Scope from "effect/Scope"
 export interface GroupCommit<I, A, E> {
   /** Enqueues `item` and waits for the write of the batch it goes in: its own result, or its own failure. */
   readonly submit: (item: I) => Effect.Effect<A, E>
+  /**
+   * `submit` without waiting: `done` is called once, with the item's result or failure, unless it is cancelled first.
+   * Returns the canceller, which takes the item out while it is still queued (true when it did).
+   */
+  readonly unsafeSubmit: (item: I, done: (exit: Exit.Exit<A, E>) => void) => () => boolean
 }
 
 export interface Options<I, A, E, R> {
@@ -159,18 +164,28 @@ export const make = <I, A, E, R>(
       })
     )
 
+    const unsafeSubmit = (item: I, done: (exit: Exit.Exit<A, E>) => void): (() => boolean) => {
+      if (closed) {
+        done(Exit.fail(options.closed("queued")))
+        return () => false
+      }
+      const entry: Entry<I, A, E> = { item, resume: done, state: "queued", answered: false }
+      queue.push(entry)
+      ready.unsafeOpen()
+      return () => {
+        if (entry.state !== "queued") return false
+        entry.state = "cancelled"
+        return true
+      }
+    }
+
     // The caller waits in `Effect.async` (a `Deferred` per caller cost several times the hand-off itself); its
     // interruption runs the canceler, which takes a queued item out.
     const submit = (item: I): Effect.Effect<A, E> =>
       Effect.async<A, E>((resume) => {
-        if (closed) return resume(Exit.fail(options.closed("queued")))
-        const entry: Entry<I, A, E> = { item, resume, state: "queued", answered: false }
-        queue.push(entry)
-        ready.unsafeOpen()
-        return Effect.sync(() => {
-          if (entry.state === "queued") entry.state = "cancelled"
-        })
+        const cancel = unsafeSubmit(item, resume)
+        return Effect.sync(cancel)
       })
 
-    return { submit }
+    return { submit, unsafeSubmit }
   })

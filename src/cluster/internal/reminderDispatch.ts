@@ -36,6 +36,12 @@ import type { DueRow } from "./reminderSql.js"
 /** Reminders a scan reads at most: the next page is read when half of it was delivered. */
 export const PAGE = 1_024
 
+/**
+ * Reminders of the grains of a full page a scan reads besides it, at most: due by the window's end too, they go to
+ * their grains with the page's.
+ */
+export const SIBLINGS = 8 * PAGE
+
 /** Grains sent to at once. */
 export const MAX_SENDING = 256
 
@@ -161,6 +167,16 @@ export interface Options {
   readonly scan: (
     shards: ReadonlyArray<string>,
     from: number,
+    until: number,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<DueRow>, SqlError>
+  /**
+   * The reminders of the grains `grains` due by `until`, the earliest first, at most `limit`
+   * (`ReminderSql.dueOfGrains`). Read after a full page (a backlog), so that the occurrences of one grain go to it in
+   * one message rather than one a page.
+   */
+  readonly siblings?: (
+    grains: ReadonlyArray<{ readonly kind: string; readonly key: string }>,
     until: number,
     limit: number
   ) => Effect.Effect<ReadonlyArray<DueRow>, SqlError>
@@ -324,16 +340,27 @@ export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.S
         const shards = options.heldShards()
         const from = nextPage ? pageFrom : Number.NEGATIVE_INFINITY
         nextPage = false
-        const rows = yield* options.scan(shards, from, now + options.windowMillis, PAGE)
+        const until = now + options.windowMillis
+        const rows = yield* options.scan(shards, from, until, PAGE)
         lastPage = rows.length
         pageFrom = rows.length >= PAGE ? rows[rows.length - 1]!.due : Number.NEGATIVE_INFINITY
-        for (const row of rows) {
-          const until = cooldown.get(row.generation)
-          if (until !== undefined) {
-            if (until > now) continue
-            cooldown.delete(row.generation)
+        const armFound = (found: ReadonlyArray<DueRow>) => {
+          for (const row of found) {
+            const cool = cooldown.get(row.generation)
+            if (cool !== undefined) {
+              if (cool > now) continue
+              cooldown.delete(row.generation)
+            }
+            armRow(row)
           }
-          armRow(row)
+        }
+        armFound(rows)
+        if (rows.length >= PAGE && options.siblings !== undefined) {
+          // A backlog: the page's grains' other occurrences due by then, so that each grain gets its own together.
+          // They do not move the page on (`pageFrom`): a later page finds them armed already, and skips them.
+          const grains = new Map<string, { readonly kind: string; readonly key: string }>()
+          for (const { key, kind } of rows) grains.set(`${kind}\u0000${key}`, { kind, key })
+          armFound(yield* options.siblings(Array.from(grains.values()), until, SIBLINGS))
         }
         for (const [id, until] of cooldown) if (until <= now) cooldown.delete(id)
       }).pipe(

@@ -27,6 +27,7 @@ import type { Misfire, Run } from "../../Schedules.js"
 import type { InvalidSchedulePolicy } from "../../TimerError.js"
 import type { ReminderId, RemindersService } from "../Reminders.js"
 import type * as DeliveryStorage from "./deliveryStorage.js"
+import type { ReminderDelivery } from "./grainProtocol.js"
 import { type AnyKindWire, issueOf } from "./grainProtocol.js"
 import type * as Dispatch from "./reminderDispatch.js"
 import * as ReminderSql from "./reminderSql.js"
@@ -154,23 +155,44 @@ export interface DeliverOptions {
   readonly failurePolicies: (reminder: ReminderId) => Either.Either<FailurePolicies, InvalidSchedulePolicy>
 }
 
+/** What handling one occurrence leaves to write: its outcome, what else goes with it, and the next occurrence. */
+interface Handled {
+  readonly outcome: DeliveryStorage.Outcome
+  /** The other writes (failures in a row, a pause), after the row's, in one transaction with it. */
+  readonly writes: ReadonlyArray<Effect.Effect<unknown, SqlError>>
+  /** Whether the writes paused the reminder (set when they ran). */
+  readonly paused: () => boolean
+  readonly next: number | undefined
+  readonly shard: ShardId.ShardId
+}
+
 /** The `deliver` of one runner's reminders service. */
 export const makeDeliver = (options: DeliverOptions): RemindersService["deliver"] => {
   const { dispatcher, failurePolicies, sharding, shardOf, sql, state, storage, table } = options
   const withSharding = Effect.provideService(Sharding, sharding)
   const writeLine = new Permits(DELIVERY_WRITES)
-  return (kind, key, delivery, handle) =>
+
+  /**
+   * One occurrence, its row and state read: checked against them, handed to the grain (unless paused or missed),
+   * and what it leaves to write; undefined when it is dropped (step 4).
+   */
+  const handleOne = <Msg>(
+    kind: AnyKindWire,
+    key: string,
+    delivery: ReminderDelivery,
+    read: DeliveryStorage.Read | undefined,
+    handle: (message: Msg) => Effect.Effect<void, unknown>
+  ): Effect.Effect<Handled | undefined> =>
     Effect.gen(function* () {
-      const what = `reminder "${delivery.name}" of grain ${kind.name}/${key}`
-      // The reminder's row and its state (pause, policies, failures in a row), in one read.
-      const stateKey = ReminderSql.stateKeyFor(kind.name, key, delivery.name)
-      const read = yield* untilStored(what)(storage.read({ kind: kind.name, key, name: delivery.name, ref: stateKey }))
       const row = read?.row
       const manual = delivery.manual !== undefined
       // Unregistered, replaced, or an occurrence already handled (the row moved past it): drop it. A later
       // occurrence than the row's is accepted: the row's advance may have failed after it was persisted. An
       // operator's trigger is outside the grid: only its generation is checked.
-      if (row === undefined || row.generation !== delivery.generation || (!manual && delivery.due < row.nextDue)) return
+      if (row === undefined || row.generation !== delivery.generation || (!manual && delivery.due < row.nextDue)) {
+        return undefined
+      }
+      const stateKey = ReminderSql.stateKeyFor(kind.name, key, delivery.name)
       const stored = read?.state
       const keep = stored?.policies.history ?? DEFAULTS.history
       const runId = manual ? `m:${delivery.manual}` : `s:${delivery.generation}:${delivery.due}`
@@ -194,7 +216,7 @@ export const makeDeliver = (options: DeliverOptions): RemindersService["deliver"
         scheduleEvents("missed").unsafeUpdate(misfire.missed, [])
         passed("missed", `${misfire.missed} occurrence(s) missed (misfire: ${misfire.policy})`)
       } else {
-        const start = yield* Clock.currentTimeMillis
+        const start = arrived
         const decoded = Schema.decodeUnknownEither(kind.message)(JSON.parse(row.message))
         const code = failurePolicies({ kind: kind.name, key, name: row.name })
         if (Either.isLeft(code)) {
@@ -218,7 +240,7 @@ export const makeDeliver = (options: DeliverOptions): RemindersService["deliver"
           // Each attempt hands the message to the grain again (a failed handler deactivated it: a new activation).
           const once = Effect.suspend(() => {
             if (attempts++ > 0) scheduleEvents("retry").unsafeUpdate(1, [])
-            return handle(decoded.right)
+            return handle(decoded.right as Msg)
           })
           const exit = yield* Effect.exit(policies.retry === undefined ? once : Effect.retry(once, policies.retry))
           if (Exit.isFailure(exit)) {
@@ -265,53 +287,137 @@ export const makeDeliver = (options: DeliverOptions): RemindersService["deliver"
           )
         }
       }
-      // The row's own write comes first, conditional on the generation delivered: when the reminder was
-      // unregistered or replaced while the grain handled it, nothing else is written (no occurrence, state,
-      // history or pause is re-created for it). A manual trigger does not move the row: its generation is checked.
+      // A manual trigger does not move the row: its generation is checked.
       const next = manual
         ? undefined
         : (misfire?.next ?? nextOccurrence(row, delivery.due, yield* Clock.currentTimeMillis))
       const shard = shardOf(kind, key)
-      const outcome: DeliveryStorage.Outcome = {
-        kind: kind.name,
-        key,
-        name: row.name,
-        generation: row.generation,
-        write: manual
-          ? { _tag: "current" }
-          : next === undefined
-            ? { _tag: "remove" }
-            : { _tag: "advance", nextDue: next, shardId: shard.toString() },
-        run: run === undefined ? undefined : { reference: stateKey, id: runId, run, keep }
+      return {
+        outcome: {
+          kind: kind.name,
+          key,
+          name: row.name,
+          generation: row.generation,
+          write: manual
+            ? { _tag: "current" }
+            : next === undefined
+              ? { _tag: "remove" }
+              : { _tag: "advance", nextDue: next, shardId: shard.toString() },
+          run: run === undefined ? undefined : { reference: stateKey, id: runId, run, keep }
+        },
+        writes,
+        paused: () => pausedNow,
+        next,
+        shard
       }
-      /** The row's write and the run, then the other writes in the same transaction, if the row's held. */
-      const inTransaction = Effect.suspend(() => {
-        pausedNow = false
-        const recorded = run === undefined ? [] : state.recordStatements(stateKey, runId, run, keep)
-        const final = table.finalStatement(kind.name, key, row.name, row.generation, outcome.write)
-        return sql.withTransaction(
-          Effect.tap(ScheduleState.guardedWrite(sql, final, recorded, "deferred"), (still) =>
-            still ? Effect.all(writes, { discard: true }) : Effect.void
+    })
+
+  /**
+   * An outcome with other writes (step 5): the row's write and the run first, conditional on the generation
+   * delivered (when the reminder was unregistered or replaced while the grain handled it, nothing else is written:
+   * no state, history or pause is re-created for it), then the others, in one transaction.
+   */
+  const writeWithOthers = (handled: Handled) =>
+    Effect.suspend(() => {
+      const { outcome, writes } = handled
+      const run = outcome.run
+      const recorded = run === undefined ? [] : state.recordStatements(run.reference, run.id, run.run, run.keep)
+      const final = table.finalStatement(outcome.kind, outcome.key, outcome.name, outcome.generation, outcome.write)
+      return sql.withTransaction(
+        Effect.tap(ScheduleState.guardedWrite(sql, final, recorded, "deferred"), (still) =>
+          still ? Effect.all(writes, { discard: true }) : Effect.void
+        )
+      )
+    })
+
+  /** The outcome written: the next occurrence armed at once when it is due soon (the grain's shard is this runner's). */
+  const written = (handled: Handled, wrote: boolean) => {
+    const { next, outcome, shard } = handled
+    if (wrote && next !== undefined && sharding.hasShardId(shard)) {
+      dispatcher.arm({
+        kind: outcome.kind,
+        key: outcome.key,
+        name: outcome.name,
+        generation: outcome.generation,
+        due: next
+      })
+    }
+    if (handled.paused()) scheduleEvents("paused_on_failure").unsafeUpdate(1, [])
+  }
+
+  return (kind, key, deliveries, handle, around) =>
+    Effect.gen(function* () {
+      const what = `reminders of grain ${kind.name}/${key}`
+      const wantedOf = (list: ReadonlyArray<ReminderDelivery>) =>
+        list.map(({ name }) => ({ kind: kind.name, key, name, ref: ReminderSql.stateKeyFor(kind.name, key, name) }))
+      const inFlight = storage.enter(kind.name, key)
+      yield* Effect.addFinalizer(() => Effect.sync(() => storage.leave(kind.name, key, inFlight)))
+      // Every occurrence's row and state, in one read (step 4); read again from the next one on when this runner
+      // wrote a reminder of the grain meanwhile (e.g. the grain itself, handling an earlier one).
+      let reads = yield* untilStored(what)(storage.read(wantedOf(deliveries)))
+      let readFrom = 0
+      /** Outcomes whose write is under way, and how many have not answered. */
+      const pending: Array<{ readonly handled: Handled; exit?: Exit.Exit<boolean, SqlError> }> = []
+      let unanswered = 0
+      let allAnswered: (() => void) | undefined
+      for (let i = 0; i < deliveries.length; i++) {
+        const delivery = deliveries[i]!
+        if (inFlight.changed) {
+          inFlight.changed = false
+          reads = yield* untilStored(what)(storage.read(wantedOf(deliveries.slice(i))))
+          readFrom = i
+        }
+        const one = handleOne(kind, key, delivery, reads[i - readFrom], handle).pipe(
+          // Only a defect (a bug) gets here: the grain's own failure is the occurrence's outcome. The row stays as
+          // it is, so the occurrence is found again by a scan; the others go on.
+          Effect.catchAllDefect((defect) =>
+            Effect.as(
+              Effect.logError(
+                `reminder "${delivery.name}" of grain ${kind.name}/${key} could not be delivered`,
+                defect
+              ),
+              undefined
+            )
           )
         )
-      })
-      // The row's write and the run, with other occurrences' (`deliveryStorage.ts`); its commit does not wait for
-      // the disk: a write lost in a crash of the database leaves the row due, and the occurrence is delivered again
-      // (at least once). With more to write, a transaction of its own.
-      const written = yield* writes.length === 0
-        ? untilStored(what)(storage.write(outcome))
-        : untilStored(what, writeLine)(inTransaction)
-      // The next occurrence: armed here at once when it is due soon (the grain's shard is this runner's).
-      if (written && next !== undefined && sharding.hasShardId(shard)) {
-        dispatcher.arm({ kind: kind.name, key, name: row.name, generation: row.generation, due: next })
+        const handled = yield* around === undefined ? one : around(delivery, one)
+        if (handled === undefined) continue
+        if (handled.writes.length > 0) {
+          written(handled, yield* untilStored(what, writeLine)(writeWithOthers(handled)))
+          continue
+        }
+        // The row's write and the run go with other occurrences' (`deliveryStorage.ts`), while the grain handles
+        // the next; its commit does not wait for the disk: a write lost in a crash of the database leaves the row
+        // due, and the occurrence is delivered again (at least once).
+        const entry: (typeof pending)[number] = { handled }
+        pending.push(entry)
+        unanswered++
+        storage.unsafeWrite(handled.outcome, (exit) => {
+          entry.exit = exit
+          if (--unanswered === 0) allAnswered?.()
+        })
       }
-      if (pausedNow) scheduleEvents("paused_on_failure").unsafeUpdate(1, [])
+      if (unanswered > 0) {
+        yield* Effect.async<void>((resume) => {
+          allAnswered = () => resume(Effect.void)
+          if (unanswered === 0) allAnswered()
+        })
+      }
+      for (const { exit, handled } of pending) {
+        // A write that failed is tried until it passes, alone.
+        const wrote =
+          exit !== undefined && Exit.isSuccess(exit)
+            ? exit.value
+            : yield* untilStored(what)(storage.write(handled.outcome))
+        written(handled, wrote)
+      }
     }).pipe(
+      Effect.scoped,
       withSharding,
       // Only a defect (a bug) gets here: storage failures are tried again until they pass, and the grain's own
       // failure is the occurrence's outcome.
       Effect.catchAllDefect((defect) =>
-        Effect.logError(`reminder "${delivery.name}" of grain ${kind.name}/${key} could not be delivered`, defect)
+        Effect.logError(`reminders of grain ${kind.name}/${key} could not be delivered`, defect)
       )
     )
 }

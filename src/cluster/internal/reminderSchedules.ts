@@ -96,6 +96,11 @@ export const make = (deps: {
     row: ReminderSql.ReminderRow,
     schedule: ReminderSchedule
   ) => Effect.Effect<"written" | "gone" | "replaced", RegisterError>
+  /**
+   * A reminder of grain (kind, key) was written here (paused, resumed, its policies or schedule changed, removed): a
+   * delivery of its occurrences under way reads them again (`DeliveryStorage.touched`).
+   */
+  readonly touched: (kind: string, key: string) => void
   /** The failure policies the code gives the reminder (`Reminders.layer({ policies })`). */
   readonly failurePolicies: (reminder: { readonly kind: string; readonly key: string; readonly name: string }) => {
     readonly retry: Schedule.Schedule<unknown, unknown> | undefined
@@ -103,6 +108,12 @@ export const make = (deps: {
   }
 }): ScheduleSource => {
   const { sharding, state, table } = deps
+  /** `deps.touched` for the reminder `reference`. */
+  const touch = (reference: string) =>
+    Effect.sync(() => {
+      const parsed = ReminderSql.parseReference(reference)
+      if (parsed !== undefined) deps.touched(parsed.kind, parsed.key)
+    })
 
   const info = (found: Found, st: ScheduleState.StateRow | undefined) =>
     Effect.map(state.lastRun(ReminderSql.stateKeyOf(found.reference)), (lastRun): ScheduleInfo => {
@@ -181,6 +192,7 @@ export const make = (deps: {
         const policies = { ...parsed, retry: false }
         yield* state.define(key, policies, "reminder")
         yield* state.setPolicies(key, policies)
+        yield* touch(reference)
       }
       if (schedule !== undefined) {
         const outcome = yield* deps.reschedule(found.kind, found.key, found.row, schedule).pipe(
@@ -239,14 +251,16 @@ export const make = (deps: {
           const key = ReminderSql.stateKeyOf(reference)
           return Effect.zipRight(
             state.define(key, { ...DEFAULTS, retry: false }, "reminder"),
-            state.pause(key, String(note), options?.by ?? "operator", now)
+            Effect.zipLeft(state.pause(key, String(note), options?.by ?? "operator", now), touch(reference))
           )
         })
       ),
     resume: (reference) =>
       ScheduleState.stored("resume")(
         reference,
-        ScheduleState.changeState("active", getInfo(reference), () => state.resume(ReminderSql.stateKeyOf(reference)))
+        ScheduleState.changeState("active", getInfo(reference), () =>
+          Effect.zipLeft(state.resume(ReminderSql.stateKeyOf(reference)), touch(reference))
+        )
       ),
     trigger: (reference) =>
       ScheduleState.stored("trigger")(
@@ -277,6 +291,7 @@ export const make = (deps: {
           const found = yield* find(reference)
           yield* table.remove(found.kind, found.key, found.row.name)
           yield* state.remove(ReminderSql.stateKeyOf(reference))
+          yield* touch(reference)
         })
       ),
     history: (reference) =>

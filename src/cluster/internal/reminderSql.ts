@@ -154,6 +154,15 @@ export interface ReminderSql {
     until: number,
     limit: number
   ) => Effect.Effect<ReadonlyArray<DueRow>, SqlError>
+  /**
+   * The reminders of the grains `grains` due by `until`, the earliest first, at most `limit` (as `due` finds them: rows
+   * without a shard are not).
+   */
+  readonly dueOfGrains: (
+    grains: ReadonlyArray<{ readonly kind: string; readonly key: string }>,
+    until: number,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<DueRow>, SqlError>
   readonly get: (kind: string, key: string, name: string) => Effect.Effect<ReminderRow | undefined, SqlError>
   /** `get` as a statement not yet run (to read with more beside it); `rowOf` reads its row. */
   readonly getStatement: (kind: string, key: string, name: string) => Statement.Statement<RawRow>
@@ -225,6 +234,24 @@ const rowColumns = ({
   time_zone: row.timeZone ?? null,
   shard_id: shardId
 })
+
+/** A row of a scan for due reminders. */
+interface RawDue {
+  readonly kind: string
+  readonly grain_key: string
+  readonly name: string
+  readonly generation: string
+  readonly next_due: number | string | bigint
+}
+
+const dueRows = (rows: ReadonlyArray<RawDue>): ReadonlyArray<DueRow> =>
+  rows.map((raw) => ({
+    kind: raw.kind,
+    key: raw.grain_key,
+    name: raw.name,
+    generation: raw.generation,
+    due: Number(raw.next_due)
+  }))
 
 /** Whether a statement touched a row. */
 const touched = (statement: Statement.Statement<Row>): Effect.Effect<boolean, SqlError> =>
@@ -342,23 +369,20 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
         shards.length === 0
           ? Effect.succeed([])
           : Effect.map(
-              sql<{
-                readonly kind: string
-                readonly grain_key: string
-                readonly name: string
-                readonly generation: string
-                readonly next_due: number | string | bigint
-              }>`SELECT kind, grain_key, name, generation, next_due FROM ${table}
+              sql<RawDue>`SELECT kind, grain_key, name, generation, next_due FROM ${table}
                 WHERE ${Number.isFinite(from) ? sql`next_due >= ${from} AND ` : sql``}next_due <= ${until}
                   AND ${sql.in("shard_id", shards)} ORDER BY next_due LIMIT ${limit}`,
-              (rows) =>
-                rows.map((raw) => ({
-                  kind: raw.kind,
-                  key: raw.grain_key,
-                  name: raw.name,
-                  generation: raw.generation,
-                  due: Number(raw.next_due)
-                }))
+              dueRows
+            ),
+      dueOfGrains: (grains, until, limit) =>
+        grains.length === 0
+          ? Effect.succeed([])
+          : Effect.map(
+              sql<RawDue>`WITH g (kind, grain_key) AS (VALUES ${sql.csv(grains.map(({ key, kind }) => sql`(${kind}, ${key})`))})
+                SELECT r.kind, r.grain_key, r.name, r.generation, r.next_due
+                FROM g JOIN ${table} r ON r.kind = g.kind AND r.grain_key = g.grain_key
+                WHERE r.next_due <= ${until} AND r.shard_id IS NOT NULL ORDER BY r.next_due LIMIT ${limit}`,
+              dueRows
             ),
       byKeys: (kind, keys) =>
         Effect.map(
