@@ -224,12 +224,14 @@ const startAll = async (
   storage: Storage,
   deliveries: Deliveries,
   crons?: Array<CronFire>,
-  env?: Record<string, string>
+  env?: Record<string, string>,
+  /** The tables exist (a restart): every runner starts at once, as a cluster's processes restarted together do. */
+  restart = false
 ): Promise<Array<RunnerProcess>> => {
   const runners: Array<RunnerProcess> = []
   // The first creates the tables; the others join once it is up.
   runners.push(await startRunner(0, storage, { deliveries, ...(crons ? { crons } : {}) }, env))
-  await within(runners[0]!.ready, 90_000, "runner 0 start")
+  if (!restart) await within(runners[0]!.ready, 90_000, "runner 0 start")
   for (let i = 1; i < count; i++) runners.push(await startRunner(i, storage, { deliveries }, env))
   await within(Promise.all(runners.map((r) => r.ready)), 90_000, "runners start")
   // Runners that join move shards for a few seconds (assignments refresh every second, locks are taken after).
@@ -838,7 +840,7 @@ const recoveryPhase = async (
     )
     await sleep(Math.max(0, dueFrom + 2_000 - Date.now()))
     const spawnAt = Date.now()
-    runners = await startAll(3, storage, deliveries)
+    runners = await startAll(3, storage, deliveries, undefined, undefined, true)
     const readyAt = Math.max(...runners.map((r) => r.readyAt()))
     const deadline = Date.now() + Math.max(120_000, n * 2)
     const bySystem = {} as RecoveryResult["bySystem"]
