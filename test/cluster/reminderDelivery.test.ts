@@ -200,6 +200,37 @@ for (const backend of backends) {
         60_000
       )
 
+      it.scoped(
+        "occurrences of one grain handed over together: one whose reminder the grain unregistered while handling an earlier one is dropped",
+        () =>
+          Effect.gen(function* () {
+            const { start } = yield* setup
+            const events: Array<string> = []
+            // Each of the two reminders, delivered, unregisters the other: whichever comes first, the other is gone.
+            const kind = ClusterGrain.make(
+              Grain.make<Msg>()({
+                name: `rd-cancel-${backend.name}`,
+                onReceive: (ctx) =>
+                  Effect.zipRight(
+                    Effect.sync(() => events.push(ctx.message.label)),
+                    Effect.orDie(Reminders.unregister(ctx, ctx.message.label === "x" ? "y" : "x"))
+                  )
+              }),
+              { message: Msg }
+            )
+            const runner = yield* start(1)
+            const grains = yield* withGrains(runner, kind)
+            yield* Reminders.registerManyFor(kind, [
+              { key: "g", name: "x", message: wake("x"), schedule: Reminders.after("3 seconds") },
+              { key: "g", name: "y", message: wake("y"), schedule: Reminders.after("3 seconds") }
+            ]).pipe(Effect.provide(grains))
+            yield* advanceTo(6_000, backend.settleMillis, backend.step)
+            assert.strictEqual(events.length, 1, events.join(", "))
+            assert.deepStrictEqual(yield* Reminders.listFor(kind, "g").pipe(Effect.provide(grains)), [])
+            yield* Scope.close(runner.scope, Exit.void)
+          })
+      )
+
       it.scoped("an occurrence due within a poll interval on this runner's shard arrives at its instant", () =>
         Effect.gen(function* () {
           const { start } = yield* setup

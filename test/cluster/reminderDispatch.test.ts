@@ -40,10 +40,14 @@ const harness = (options: {
   readonly holds?: (kind: string, key: string) => boolean
   readonly windowMillis?: number
   readonly scan?: (until: number) => Effect.Effect<ReadonlyArray<DueRow>, any>
+  /** Answer the dispatcher's reads of a full page's grains' other reminders (from `rows()`), and record them. */
+  readonly siblings?: boolean
 }) =>
   Effect.gen(function* () {
     const sent: Array<Sent> = []
     const scans: Array<number> = []
+    /** Each read of siblings: the grains asked about, and until when. */
+    const siblingReads: Array<{ readonly grains: number; readonly until: number }> = []
     const scope = yield* Scope.make()
     const dispatcher = yield* Dispatch.make({
       heldShards: () => ["default:1"],
@@ -55,6 +59,19 @@ const harness = (options: {
           const due = (options.rows?.() ?? []).filter((r) => r.due >= from && r.due <= until)
           return Effect.succeed(due.sort((a, b) => a.due - b.due).slice(0, limit))
         }),
+      ...(options.siblings
+        ? {
+            siblings: (grains, until, limit) =>
+              Effect.sync(() => {
+                siblingReads.push({ grains: grains.length, until })
+                const asked = new Set(grains.map((g) => `${g.kind}/${g.key}`))
+                return (options.rows?.() ?? [])
+                  .filter((r) => asked.has(`${r.kind}/${r.key}`) && r.due <= until)
+                  .sort((a, b) => a.due - b.due)
+                  .slice(0, limit)
+              })
+          }
+        : {}),
       send: (kind, key, rows) =>
         Effect.flatMap(Clock.currentTimeMillis, (at) => {
           sent.push({ at, grain: `${kind}/${key}`, names: rows.map((r) => r.name) })
@@ -63,7 +80,7 @@ const harness = (options: {
       pollMillis: 1_000,
       windowMillis: options.windowMillis ?? 2_000
     }).pipe(Scope.extend(scope))
-    return { dispatcher, scans, scope, sent }
+    return { dispatcher, scans, scope, sent, siblingReads }
   })
 
 /** Lets the dispatcher's fibers run what the last clock move started. */
@@ -247,6 +264,55 @@ describe("reminder dispatcher", () => {
       assert.isAtLeast(scans.length, 4)
       assert.isTrue(scans.every((at) => at < 1_000))
       assert.strictEqual(new Set(sent.map((s) => s.grain)).size, 3 * Dispatch.PAGE)
+    })
+  )
+
+  it.scoped("a full page's grains bring their other due occurrences: each grain gets its own in one hand-over", () =>
+    Effect.gen(function* () {
+      // 550 grains with two reminders each, all due at 1.5 s: a page (1,024) holds every grain's first and only
+      // some grains' second; the rest come with the siblings read.
+      const grains = 550
+      const pending = new Map(
+        [
+          ...Array.from({ length: grains }, (_, i) => row(`g${i}`, "first", 1_500)),
+          ...Array.from({ length: grains }, (_, i) => row(`g${i}`, "second", 1_500))
+        ].map((r): [string, DueRow] => [r.generation, r])
+      )
+      const { sent, siblingReads } = yield* harness({
+        rows: () => Array.from(pending.values()),
+        siblings: true,
+        // Handled: the row is gone.
+        onSend: (rows) =>
+          Effect.sync(() => {
+            for (const r of rows) pending.delete(r.generation)
+          })
+      })
+      yield* adjust(1_500)
+      // Every full page reads them (the first scan's, and the poll's at 1 s: both a page of the same 1,024).
+      assert.deepStrictEqual(siblingReads, [
+        { grains, until: 2_000 },
+        { grains, until: 3_000 }
+      ])
+      assert.strictEqual(sent.length, grains)
+      assert.isTrue(
+        sent.every((s) => s.names.length === 2),
+        sent
+          .filter((s) => s.names.length !== 2)
+          .map((s) => s.grain)
+          .join(", ")
+      )
+    })
+  )
+
+  it.scoped("a page that is not full reads no siblings: it holds every due occurrence already", () =>
+    Effect.gen(function* () {
+      const { sent, siblingReads } = yield* harness({
+        rows: () => [row("a", "first", 1_500), row("a", "second", 1_500)],
+        siblings: true
+      })
+      yield* adjust(1_500)
+      assert.deepStrictEqual(siblingReads, [])
+      assert.deepStrictEqual(timelineOf(sent), [[1_500, ["first", "second"]]])
     })
   )
 
