@@ -114,7 +114,7 @@ export class ArmedReminders {
     this.unindexed(slot)
     const last = this.size - 1
     if (slot !== last) {
-      this.unindexed(last)
+      this.index[this.placeOf(last)] = slot + 1
       this.identities[slot] = this.identities[last]!
       this.keyAts[slot] = this.keyAts[last]!
       this.nameAts[slot] = this.nameAts[last]!
@@ -123,7 +123,6 @@ export class ArmedReminders {
       this.seqs[slot] = this.seqs[last]!
       this.nexts[slot] = this.nexts[last]!
       this.order.moved(last, slot)
-      this.indexed(slot)
     }
     this.identities.pop()
     if (this.capacity > MIN_CAPACITY && this.size <= this.capacity / 4) this.resize(this.capacity / 2)
@@ -201,12 +200,19 @@ export class ArmedReminders {
     this.index[i] = slot + 1
   }
 
+  /** Where `slot` is in the index. */
+  private placeOf(slot: number): number {
+    const mask = this.index.length - 1
+    let i = this.home(slot)
+    while (this.index[i] !== slot + 1) i = (i + 1) & mask
+    return i
+  }
+
   /** Takes `slot` out of the index, moving back what follows it so that no search stops short (Knuth's Algorithm R). */
   private unindexed(slot: number): void {
     const index = this.index
     const mask = index.length - 1
-    let i = this.home(slot)
-    while (index[i] !== slot + 1) i = (i + 1) & mask
+    let i = this.placeOf(slot)
     for (let j = (i + 1) & mask; index[j] !== 0; j = (j + 1) & mask) {
       const k = this.home(index[j]! - 1)
       // The entry at j may move to i unless its home lies cyclically in (i, j].

@@ -10,7 +10,7 @@
  * @internal
  */
 export class SlotHeap {
-  /** The slots in heap order, `size` of them. */
+  /** The slots in heap order, `count` of them. */
   private heap: Int32Array
   /** Each slot's index in `heap`, -1 when it is not in it. */
   private places: Int32Array
@@ -25,10 +25,6 @@ export class SlotHeap {
     this.places = new Int32Array(capacity).fill(-1)
   }
 
-  get size(): number {
-    return this.count
-  }
-
   /** Room for slots 0 to `capacity - 1`, at least every slot in it now. */
   resize(capacity: number): void {
     const heap = new Int32Array(capacity)
@@ -39,10 +35,6 @@ export class SlotHeap {
     this.places = places
   }
 
-  has(slot: number): boolean {
-    return this.places[slot]! >= 0
-  }
-
   /** The first slot, or -1 when empty. */
   top(): number {
     return this.count > 0 ? this.heap[0]! : -1
@@ -50,23 +42,18 @@ export class SlotHeap {
 
   /** Adds `slot` (not in it) in its place by `before`. */
   push(slot: number): void {
-    const i = this.count++
-    this.heap[i] = slot
-    this.places[slot] = i
-    this.up(i)
+    this.up(this.count++, slot)
   }
 
-  /** Takes `slot` out, if it is in. */
+  /** Takes `slot` out, if it is in: the last slot fills its place. */
   remove(slot: number): void {
     const i = this.places[slot]!
     if (i < 0) return
     this.places[slot] = -1
     const last = this.heap[--this.count]!
     if (last === slot) return
-    this.heap[i] = last
-    this.places[last] = i
-    this.down(i)
-    this.up(this.places[last]!)
+    this.down(i, last)
+    this.up(this.places[last]!, last)
   }
 
   /** Slot `from` (in it or not) is now slot `to`, which was not in it. */
@@ -77,37 +64,36 @@ export class SlotHeap {
     if (i >= 0) this.heap[i] = to
   }
 
-  private up(i: number): void {
-    const heap = this.heap
-    const slot = heap[i]!
-    while (i > 0) {
-      const p = (i - 1) >> 1
-      const parent = heap[p]!
-      if (!this.before(slot, parent)) break
-      heap[i] = parent
-      this.places[parent] = i
-      i = p
-    }
-    heap[i] = slot
+  private put(i: number, slot: number): void {
+    this.heap[i] = slot
     this.places[slot] = i
   }
 
-  private down(i: number): void {
-    const heap = this.heap
+  /** Puts `slot` at index `i` or above it, moving down each parent it comes before. */
+  private up(i: number, slot: number): void {
+    while (i > 0) {
+      const p = (i - 1) >> 1
+      const parent = this.heap[p]!
+      if (!this.before(slot, parent)) break
+      this.put(i, parent)
+      i = p
+    }
+    this.put(i, slot)
+  }
+
+  /** Puts `slot` at index `i` or below it, moving up each child that comes before it. */
+  private down(i: number, slot: number): void {
     const n = this.count
-    const slot = heap[i]!
     for (;;) {
       const l = 2 * i + 1
       if (l >= n) break
       const r = l + 1
-      const c = r < n && this.before(heap[r]!, heap[l]!) ? r : l
-      const child = heap[c]!
+      const c = r < n && this.before(this.heap[r]!, this.heap[l]!) ? r : l
+      const child = this.heap[c]!
       if (!this.before(child, slot)) break
-      heap[i] = child
-      this.places[child] = i
+      this.put(i, child)
       i = c
     }
-    heap[i] = slot
-    this.places[slot] = i
+    this.put(i, slot)
   }
 }
