@@ -3,17 +3,18 @@
  * (src/cluster/internal/reminderDispatch.ts): the cluster bench's figure (test/bench/cluster.ts, "runner heap per
  * armed reminder") without the rest of a runner around it, so without its noise.
  *
- *   node --expose-gc --import tsx test/bench/armed-heap.ts [count ...]   (default: 2000 100000)
+ *   node --expose-gc --import tsx test/bench/armed-heap.ts [count ...]   (default: 2000 10000 100000)
  *
- * For each count, a fresh dispatcher (real clock, a window of an hour, a scan that finds nothing) is handed `count`
- * reminders through `arm`, as a runner's own registrations are: grain kind "bench-grain", key `g<id mod 10,000>` and
- * name `r<id>` (the bench's), a snowflake as generation, due in ten minutes, two to a millisecond. The strings are made
- * fresh for each reminder, as a registration's are, and the rows are dropped once armed. A first round of 2,000, not
- * printed, warms the code up (a runner's has delivered reminders before the bench reads its heap). Each count is
- * measured $ROUNDS times (default 7), each on a fresh dispatcher; small counts vary from round to round (a few hundred
- * kilobytes of a heap's other churn weigh on them). It prints the heap used after a full collection, before and after,
- * per reminder, and the ArrayBuffer memory beside it (V8's heap used leaves out typed arrays' contents, which the
- * runner pays all the same). The last line holds the same strings alone, in three arrays, for scale.
+ * For each count, a round arms that many reminders on each of as many fresh dispatchers as make 100,000 in all (real
+ * clock, a window of an hour, a scan that finds nothing), through `arm`, as a runner's own registrations are: grain
+ * kind "bench-grain", key `g<id mod 10,000>` and name `r<id>` (the bench's), a snowflake as generation, due in ten
+ * minutes, two to a millisecond. The strings are made fresh for each reminder, as a registration's are, and the rows
+ * are dropped once armed. Many dispatchers of a small count each give that count's cost (its columns' room) without the
+ * noise a few hundred kilobytes of other churn put on one. A first round, not printed, warms the code up (a runner's
+ * has delivered reminders before the bench reads its heap); each count takes $ROUNDS rounds (default 5). It prints the
+ * heap used after a full collection, before and after, per reminder, and the ArrayBuffer memory beside it (V8's heap
+ * used leaves out typed arrays' contents, which the runner pays all the same). The last line holds the same strings
+ * alone, in three arrays, for scale.
  */
 import * as MachineId from "@effect/cluster/MachineId"
 import * as Snowflake from "@effect/cluster/Snowflake"
@@ -51,25 +52,31 @@ const perReminder = (before: Memory, after: Memory, n: number) => ({
   buffers: (after.buffers - before.buffers) / n
 })
 
-const armed = (n: number) =>
+/** A fresh round: `n` reminders armed on each of `dispatchers` dispatchers, what each reminder added. */
+const armed = (n: number, dispatchers: number) =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
-    const dispatcher = yield* Dispatch.make({
-      heldShards: () => [],
-      holds: () => true,
-      scan: () => Effect.succeed([]),
-      send: () => Effect.void,
-      pollMillis: 1_000,
-      windowMillis: 3_600_000
-    }).pipe(Scope.extend(scope))
+    const made = yield* Effect.replicateEffect(
+      Dispatch.make({
+        heldShards: () => [],
+        holds: () => true,
+        scan: () => Effect.succeed([]),
+        send: () => Effect.void,
+        pollMillis: 1_000,
+        windowMillis: 3_600_000
+      }),
+      dispatchers
+    ).pipe(Scope.extend(scope))
     yield* Effect.yieldNow()
     const before = memory()
     const start = Date.now() + 600_000
-    for (let id = 0; id < n; id++) dispatcher.arm(rowOf(id, start + (id >> 1), id >> 12))
+    for (const [d, dispatcher] of made.entries()) {
+      for (let id = d * n; id < (d + 1) * n; id++) dispatcher.arm(rowOf(id, start + (id >> 1), id >> 12))
+    }
     yield* Effect.yieldNow()
     const after = memory()
     yield* Scope.close(scope, Exit.void)
-    return perReminder(before, after, n)
+    return perReminder(before, after, n * dispatchers)
   })
 
 /** The same strings held alone (three arrays of `n`), for scale. */
@@ -92,8 +99,10 @@ const stringsAlone = (n: number) => {
 }
 
 const counts = process.argv.slice(2).map(Number)
-const sizes = counts.length > 0 ? counts : [2_000, 100_000]
-const rounds = Number(process.env.ROUNDS ?? "7")
+const sizes = counts.length > 0 ? counts : [2_000, 10_000, 100_000]
+const rounds = Number(process.env.ROUNDS ?? "5")
+/** Reminders a round arms in all, on as many dispatchers of `count` each as that takes. */
+const PER_ROUND = 100_000
 
 const median = (xs: ReadonlyArray<number>): number => {
   const sorted = [...xs].sort((a, b) => a - b)
@@ -105,13 +114,13 @@ const spread = (xs: ReadonlyArray<number>): string =>
   `${median(xs).toFixed(1)} (${Math.min(...xs).toFixed(0)} to ${Math.max(...xs).toFixed(0)})`
 
 const rows: Array<ReadonlyArray<string>> = []
-await Effect.runPromise(armed(2_000))
-for (const n of sizes) {
-  const costs: Array<{ readonly heap: number; readonly buffers: number }> = []
-  for (let round = 0; round < rounds; round++) costs.push(await Effect.runPromise(armed(n)))
+await Effect.runPromise(armed(2_000, 1))
+for (const count of sizes) {
+  const dispatchers = Math.max(1, Math.floor(PER_ROUND / count))
+  const costs: Array<Memory> = []
+  for (let round = 0; round < rounds; round++) costs.push(await Effect.runPromise(armed(count, dispatchers)))
   rows.push([
-    "dispatcher, armed",
-    fmtInt(n),
+    `${fmtInt(count)} on each of ${fmtInt(dispatchers)} dispatcher${dispatchers > 1 ? "s" : ""}`,
     spread(costs.map((c) => c.heap)),
     spread(costs.map((c) => c.buffers)),
     spread(costs.map((c) => c.heap + c.buffers))
@@ -120,11 +129,10 @@ for (const n of sizes) {
 const n = Math.max(...sizes)
 const strings = stringsAlone(n)
 rows.push([
-  "the strings alone (key, name, generation)",
-  fmtInt(n),
+  `the strings alone of ${fmtInt(n)} (key, name, generation)`,
   strings.heap.toFixed(1),
   strings.buffers.toFixed(1),
   (strings.heap + strings.buffers).toFixed(1)
 ])
-console.log(`load average ${loadAverage()}; ${rounds} rounds a count: median (least to most)`)
-console.log(table(["bytes per reminder", "count", "heap used", "array buffers", "both"], rows))
+console.log(`load average ${loadAverage()}; ${rounds} rounds: median (least to most), bytes per reminder`)
+console.log(table(["armed", "heap used", "array buffers", "both"], rows))
