@@ -11,7 +11,7 @@
  *
  * Every delivery prints one line, `D <t|p> <id> <due> <at>` (t: tickwork, p: plain; epoch millis), every cron instant
  * `C <t|p> <name> <instant> <at>`. Commands come on stdin, one JSON object a line, answered in order with one
- * line `R <json>`: `register` (ids, due times, how), `heap` (heap used after gc), `sizes` (each table's rows and
+ * line `R <json>`: `register` (ids, due times, how), `heap` (heap used and array buffers after gc), `sizes` (each table's rows and
  * bytes). Prints `ready` once up; exits when stdin ends (the bench went away) or on SIGTERM.
  */
 import * as ClusterCron from "@effect/cluster/ClusterCron"
@@ -185,7 +185,8 @@ const register = (c: Register) =>
 const heap = Effect.sync(() => {
   globalThis.gc?.()
   globalThis.gc?.()
-  return { heapUsed: process.memoryUsage().heapUsed }
+  const { arrayBuffers, heapUsed } = process.memoryUsage()
+  return { heapUsed, arrayBuffers }
 })
 
 interface TableSize {

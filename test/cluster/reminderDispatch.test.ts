@@ -233,6 +233,32 @@ describe("reminder dispatcher", () => {
       })
   )
 
+  it.scoped("with hundreds armed, each keeps the stale rule while those around it are delivered and dropped", () =>
+    Effect.gen(function* () {
+      const { dispatcher, sent } = yield* harness({ rows: () => [], windowMillis: 10_000 })
+      const n = 300
+      for (let i = 0; i < n; i++) dispatcher.arm(row(`g${i}`, "r", i % 2 === 0 ? 100 : 5_000 + i))
+      yield* adjust(200)
+      assert.strictEqual(sent.length, n / 2)
+      const odd = Array.from({ length: n / 2 }, (_, j) => 2 * j + 1)
+      for (const i of odd) {
+        // The occurrence armed, and an earlier one: both stale.
+        dispatcher.arm(row(`g${i}`, "r", 5_000 + i))
+        dispatcher.arm(row(`g${i}`, "r", 4_000))
+        // A later one, for every other: armed in its place.
+        if (i % 4 === 1) dispatcher.arm(row(`g${i}`, "r", 8_000 + i))
+      }
+      yield* adjust(9_000)
+      assert.deepStrictEqual(
+        sent.slice(n / 2).map((s) => [s.at, s.grain]),
+        [
+          ...odd.filter((i) => i % 4 === 3).map((i) => [5_000 + i, `k/g${i}`]),
+          ...odd.filter((i) => i % 4 === 1).map((i) => [8_000 + i, `k/g${i}`])
+        ]
+      )
+    })
+  )
+
   it.scoped("a later occurrence of an armed generation replaces the earlier one (the row moved on)", () =>
     Effect.gen(function* () {
       const { dispatcher, sent } = yield* harness({ rows: () => [] })

@@ -6,8 +6,9 @@
  * - **Scan.** Every poll interval, and at once when asked (a page delivered, a shard taken over), one statement reads
  *   the reminders of the shards this runner holds due within the window, the earliest first, a page at most.
  * - **Arm.** Each one found, and each one this runner writes itself (a registration, an update, a next occurrence),
- *   waits in memory for its due time: one heap of due times and one wake-up of the dispatcher at the earliest. Nothing
- *   of a reminder is in memory before it comes within the window, so a million pending cost storage only.
+ *   waits in memory for its due time (`armedReminders.ts`: columns of typed arrays and one string per reminder, in
+ *   due order) with one wake-up of the dispatcher at the earliest. Nothing of a reminder is in memory before it comes
+ *   within the window, so a million pending cost storage only.
  * - **Deliver.** When due, the occurrences of one grain go to it together in one message that is not persisted (the
  *   grain's `RemindNow`): its entity, on this runner since its shard is, hands each occurrence to the reminders'
  *   `deliver` in turn, which reads the row again, lets the grain handle it and moves the row on. At most
@@ -31,6 +32,7 @@ import * as FiberSet from "effect/FiberSet"
 import type * as Scope from "effect/Scope"
 import { isolated } from "../../internal/logContext.js"
 import { scheduleEvents } from "../../Metrics.js"
+import { ArmedReminders } from "./armedReminders.js"
 import type { DueRow } from "./reminderSql.js"
 
 /** Reminders a scan reads at most: the next page is read when half of it was delivered. */
@@ -50,103 +52,6 @@ export const MAX_PER_SEND = 64
 
 /** How long an occurrence whose send failed is left to the next scans before it is armed again. */
 export const COOLDOWN_MILLIS = 1_000
-
-/**
- * One reminder armed on the dispatcher (a `DueRow`, as `send` gets it), with its occurrence `due`. It is found by its
- * generation, a snowflake unique to one registration of one reminder, so no key of its own is built. An occurrence of one generation never moves back (the next occurrence is
- * later; a new schedule is a new generation), so a later `due` replaces an earlier one and an earlier one is stale.
- * docs/performance.md has what one costs.
- */
-class Armed implements DueRow {
-  /**
-   * -1 while armed (waiting in the heap); once handed to its grain, the occurrence after `due` armed meanwhile (0 for
-   * none yet), armed when the send ends.
-   */
-  next = -1
-  constructor(
-    readonly kind: string,
-    readonly key: string,
-    readonly name: string,
-    readonly generation: string,
-    public due: number
-  ) {}
-
-  /** Handed to its grain: not armed again until that ends. */
-  get sending(): boolean {
-    return this.next >= 0
-  }
-}
-
-/**
- * A min-heap of armed reminders by due time, those of one due time in the order they were pushed (a scan's order, the
- * oldest first). A reminder is pushed again when its due time moves; the element left behind is skipped when it comes
- * up (its due time is no longer the reminder's).
- */
-class DueHeap {
-  private readonly dues: Array<number> = []
-  private readonly seqs: Array<number> = []
-  private readonly items: Array<Armed> = []
-  private pushed = 0
-
-  get size(): number {
-    return this.dues.length
-  }
-
-  peek(): number | undefined {
-    return this.dues[0]
-  }
-
-  private before(i: number, due: number, seq: number): boolean {
-    const d = this.dues[i]!
-    return d < due || (d === due && this.seqs[i]! < seq)
-  }
-
-  private place(i: number, due: number, seq: number, item: Armed): void {
-    this.dues[i] = due
-    this.seqs[i] = seq
-    this.items[i] = item
-  }
-
-  push(item: Armed): void {
-    const due = item.due
-    const seq = this.pushed++
-    let i = this.dues.length
-    this.dues.push(due)
-    this.seqs.push(seq)
-    this.items.push(item)
-    while (i > 0) {
-      const parent = (i - 1) >> 1
-      if (this.before(parent, due, seq)) break
-      this.place(i, this.dues[parent]!, this.seqs[parent]!, this.items[parent]!)
-      i = parent
-    }
-    this.place(i, due, seq, item)
-  }
-
-  /** Removes the earliest; the reminder, or undefined when the element was stale. */
-  pop(): Armed | undefined {
-    const top = this.items[0]!
-    const topDue = this.dues[0]!
-    const due = this.dues.pop()!
-    const seq = this.seqs.pop()!
-    const item = this.items.pop()!
-    const n = this.dues.length
-    if (n > 0) {
-      let i = 0
-      for (;;) {
-        const left = 2 * i + 1
-        if (left >= n) break
-        const right = left + 1
-        const child = right < n && this.before(right, this.dues[left]!, this.seqs[left]!) ? right : left
-        if (!this.before(child, due, seq)) break
-        this.place(i, this.dues[child]!, this.seqs[child]!, this.items[child]!)
-        i = child
-      }
-      this.place(i, due, seq, item)
-    }
-    return top.due === topDue ? top : undefined
-  }
-}
 
 export interface Dispatcher {
   /**
@@ -207,15 +112,12 @@ export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.S
     const clock = yield* Effect.clock
     const fibers = yield* FiberSet.make()
     const runFork = yield* FiberSet.runtime(fibers)()
-    /** The armed reminders by generation (`Armed`). */
-    const entries = new Map<string, Armed>()
-    const heap = new DueHeap()
+    /** The reminders armed, found by generation: waiting for their due time, or being handed over. */
+    const armed = new ArmedReminders()
     /** Reminders (by generation) whose send failed, and until when the scans leave them alone. */
     const cooldown = new Map<string, number>()
-    /** Each kind's name once (a scan's rows bring their own copies). */
-    const kinds = new Map<string, string>()
     /** Grains whose occurrences wait for one of the `MAX_SENDING` places, in order. */
-    const waiting: Array<ReadonlyArray<Armed>> = []
+    const waiting: Array<ReadonlyArray<DueRow>> = []
     let sending = 0
     /** How many entries the last scan found; a full page asks for the next when half of it is delivered. */
     let lastPage = 0
@@ -230,24 +132,25 @@ export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.S
     let wakeAt = Number.POSITIVE_INFINITY
     const wake = Effect.unsafeMakeLatch(false)
 
+    /**
+     * Arms `row`. Its generation is a snowflake unique to one registration of one reminder, and an occurrence of one
+     * generation never moves back (the next occurrence is later; a new schedule is a new generation): so a later due
+     * time replaces the one armed, and an earlier one is stale.
+     */
     const armRow = (row: DueRow): void => {
-      let entry = entries.get(row.generation)
-      if (entry !== undefined) {
+      const slot = armed.find(row.generation)
+      if (slot < 0) {
+        armed.add(row)
+      } else {
         // An occurrence of this generation before or at the one armed is stale (e.g. read by a scan before the
         // row moved on).
-        if (row.due <= entry.due) return
-        if (entry.sending) {
-          if (row.due > entry.next) entry.next = row.due
+        if (row.due <= armed.due(slot)) return
+        if (armed.handingOver(slot)) {
+          armed.armNext(slot, row.due)
           return
         }
-        entry.due = row.due
-      } else {
-        let kind = kinds.get(row.kind)
-        if (kind === undefined) kinds.set(row.kind, (kind = row.kind))
-        entry = new Armed(kind, row.key, row.name, row.generation, row.due)
-        entries.set(row.generation, entry)
+        armed.wait(slot, row.due)
       }
-      heap.push(entry)
       if (row.due < wakeAt) wake.unsafeOpen()
     }
 
@@ -263,23 +166,22 @@ export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.S
     }
 
     /** The send of one grain's occurrences ended: their places are free, and what was armed meanwhile is armed. */
-    const ended = (rows: ReadonlyArray<Armed>, failed: boolean) => {
+    const ended = (rows: ReadonlyArray<DueRow>, failed: boolean) => {
       sending--
       const now = clock.unsafeCurrentTimeMillis()
-      for (const entry of rows) {
-        if (entries.get(entry.generation) !== entry) continue
-        const next = entry.next
-        entry.next = -1
-        if (next > entry.due) {
-          entry.due = next
-          heap.push(entry)
+      for (const row of rows) {
+        const slot = armed.find(row.generation)
+        if (slot < 0 || !armed.handingOver(slot)) continue
+        const next = armed.next(slot)
+        if (next > armed.due(slot)) {
+          armed.wait(slot, next)
           if (next < wakeAt) wake.unsafeOpen()
         } else {
-          entries.delete(entry.generation)
-          if (failed) cooldown.set(entry.generation, now + COOLDOWN_MILLIS)
+          armed.remove(slot)
+          if (failed) cooldown.set(row.generation, now + COOLDOWN_MILLIS)
         }
       }
-      if (lastPage >= PAGE && entries.size <= PAGE / 2 && !nextPage) {
+      if (lastPage >= PAGE && armed.size <= PAGE / 2 && !nextPage) {
         nextPage = true
         scanSoon()
       }
@@ -313,23 +215,22 @@ export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.S
 
     /** Hands every occurrence due by `now` to its grain, a grain's together. */
     const fire = (now: number) => {
-      const byGrain = new Map<string, Array<Armed>>()
-      while (heap.size > 0 && heap.peek()! <= now) {
-        const entry = heap.pop()
-        if (entry === undefined || entry.sending || entries.get(entry.generation) !== entry) continue
-        if (!options.holds(entry.kind, entry.key)) {
+      const byGrain = new Map<string, Array<DueRow>>()
+      for (let slot = armed.takeDue(now); slot >= 0; slot = armed.takeDue(now)) {
+        const row = armed.row(slot)
+        if (!options.holds(row.kind, row.key)) {
           // The shard moved away: its new owner scans it.
-          entries.delete(entry.generation)
+          armed.remove(slot)
           continue
         }
-        entry.next = 0
-        const grain = `${entry.kind}\u0000${entry.key}`
+        armed.handOver(slot)
+        const grain = `${row.kind}\u0000${row.key}`
         let rows = byGrain.get(grain)
         if (rows === undefined || rows.length >= MAX_PER_SEND) {
           if (rows !== undefined) waiting.push(rows)
           byGrain.set(grain, (rows = []))
         }
-        rows.push(entry)
+        rows.push(row)
       }
       for (const rows of byGrain.values()) waiting.push(rows)
       startSends()
@@ -384,7 +285,7 @@ export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.S
         wake.unsafeClose()
         const at = clock.unsafeCurrentTimeMillis()
         fire(at)
-        wakeAt = Math.min(heap.peek() ?? Number.POSITIVE_INFINITY, nextScanAt)
+        wakeAt = Math.min(armed.earliest() ?? Number.POSITIVE_INFINITY, nextScanAt)
         if (wakeAt > at && !scanRequested) yield* Effect.timeoutOption(wake.await, wakeAt - at)
       }
     })
