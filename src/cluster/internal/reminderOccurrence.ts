@@ -345,74 +345,87 @@ export const makeDeliver = (options: DeliverOptions): RemindersService["deliver"
     if (handled.paused()) scheduleEvents("paused_on_failure").unsafeUpdate(1, [])
   }
 
-  return (kind, key, deliveries, handle, around) =>
-    Effect.gen(function* () {
-      const what = `reminders of grain ${kind.name}/${key}`
-      const wantedOf = (list: ReadonlyArray<ReminderDelivery>) =>
-        list.map(({ name }) => ({ kind: kind.name, key, name, ref: ReminderSql.stateKeyFor(kind.name, key, name) }))
-      const inFlight = storage.enter(kind.name, key)
-      yield* Effect.addFinalizer(() => Effect.sync(() => storage.leave(kind.name, key, inFlight)))
-      // Every occurrence's row and state, in one read (step 4); read again from the next one on when this runner
-      // wrote a reminder of the grain meanwhile (e.g. the grain itself, handling an earlier one).
-      let reads = yield* untilStored(what)(storage.read(wantedOf(deliveries)))
-      let readFrom = 0
-      /** Outcomes whose write is under way, and how many have not answered. */
-      const pending: Array<{ readonly handled: Handled; exit?: Exit.Exit<boolean, SqlError> }> = []
-      let unanswered = 0
-      let allAnswered: (() => void) | undefined
-      for (let i = 0; i < deliveries.length; i++) {
-        const delivery = deliveries[i]!
-        if (inFlight.changed) {
-          inFlight.changed = false
-          reads = yield* untilStored(what)(storage.read(wantedOf(deliveries.slice(i))))
-          readFrom = i
-        }
-        const one = handleOne(kind, key, delivery, reads[i - readFrom], handle).pipe(
-          // Only a defect (a bug) gets here: the grain's own failure is the occurrence's outcome. The row stays as
-          // it is, so the occurrence is found again by a scan; the others go on.
-          Effect.catchAllDefect((defect) =>
-            Effect.as(
-              Effect.logError(
-                `reminder "${delivery.name}" of grain ${kind.name}/${key} could not be delivered`,
-                defect
-              ),
-              undefined
+  /** The failure of a write given to the writer: counted and logged as `untilStored` does, then tried alone. */
+  const failedWrite = (what: string, cause: Cause.Cause<SqlError>) =>
+    Effect.zipRight(
+      Effect.sync(() => scheduleEvents("storage_retry").unsafeUpdate(1, [])),
+      Effect.logWarning(`${what}: storage failed; tried again`, cause)
+    )
+
+  return (kind, key, deliveries, handle, around) => {
+    const what = `reminders of grain ${kind.name}/${key}`
+    const wantedOf = (list: ReadonlyArray<ReminderDelivery>) =>
+      list.map(({ name }) => ({ kind: kind.name, key, name, ref: ReminderSql.stateKeyFor(kind.name, key, name) }))
+    const deliverAll = (inFlight: DeliveryStorage.InFlight) =>
+      Effect.gen(function* () {
+        // Every occurrence's row and state, in one read (step 4); read again from the next one on when this runner
+        // wrote a reminder of the grain meanwhile (e.g. the grain itself, handling an earlier one).
+        let reads = yield* untilStored(what)(storage.read(wantedOf(deliveries)))
+        let readFrom = 0
+        /** Outcomes whose write is under way, and how many have not answered. */
+        const pending: Array<{ readonly handled: Handled; exit?: Exit.Exit<boolean, SqlError> }> = []
+        let unanswered = 0
+        let allAnswered: (() => void) | undefined
+        for (let i = 0; i < deliveries.length; i++) {
+          const delivery = deliveries[i]!
+          if (inFlight.changed) {
+            inFlight.changed = false
+            reads = yield* untilStored(what)(storage.read(wantedOf(deliveries.slice(i))))
+            readFrom = i
+          }
+          const one = handleOne(kind, key, delivery, reads[i - readFrom], handle).pipe(
+            // Only a defect (a bug) gets here: the grain's own failure is the occurrence's outcome. The row stays as
+            // it is, so the occurrence is found again by a scan; the others go on.
+            Effect.catchAllDefect((defect) =>
+              Effect.as(
+                Effect.logError(
+                  `reminder "${delivery.name}" of grain ${kind.name}/${key} could not be delivered`,
+                  defect
+                ),
+                undefined
+              )
             )
           )
-        )
-        const handled = yield* around === undefined ? one : around(delivery, one)
-        if (handled === undefined) continue
-        if (handled.writes.length > 0) {
-          written(handled, yield* untilStored(what, writeLine)(writeWithOthers(handled)))
-          continue
+          const handled = yield* around === undefined ? one : around(delivery, one)
+          if (handled === undefined) continue
+          if (handled.writes.length > 0) {
+            written(handled, yield* untilStored(what, writeLine)(writeWithOthers(handled)))
+            continue
+          }
+          // The row's write and the run go with other occurrences' (`deliveryStorage.ts`), while the grain handles
+          // the next; its commit does not wait for the disk: a write lost in a crash of the database leaves the row
+          // due, and the occurrence is delivered again (at least once).
+          const entry: (typeof pending)[number] = { handled }
+          pending.push(entry)
+          unanswered++
+          storage.unsafeWrite(handled.outcome, (exit) => {
+            entry.exit = exit
+            if (--unanswered === 0) allAnswered?.()
+          })
         }
-        // The row's write and the run go with other occurrences' (`deliveryStorage.ts`), while the grain handles
-        // the next; its commit does not wait for the disk: a write lost in a crash of the database leaves the row
-        // due, and the occurrence is delivered again (at least once).
-        const entry: (typeof pending)[number] = { handled }
-        pending.push(entry)
-        unanswered++
-        storage.unsafeWrite(handled.outcome, (exit) => {
-          entry.exit = exit
-          if (--unanswered === 0) allAnswered?.()
-        })
-      }
-      if (unanswered > 0) {
-        yield* Effect.async<void>((resume) => {
-          allAnswered = () => resume(Effect.void)
-          if (unanswered === 0) allAnswered()
-        })
-      }
-      for (const { exit, handled } of pending) {
-        // A write that failed is tried until it passes, alone.
-        const wrote =
-          exit !== undefined && Exit.isSuccess(exit)
-            ? exit.value
-            : yield* untilStored(what)(storage.write(handled.outcome))
-        written(handled, wrote)
-      }
+        if (unanswered > 0) {
+          yield* Effect.async<void>((resume) => {
+            allAnswered = () => resume(Effect.void)
+            if (unanswered === 0) allAnswered()
+          })
+        }
+        for (const { exit, handled } of pending) {
+          if (exit !== undefined && Exit.isSuccess(exit)) {
+            written(handled, exit.value)
+            continue
+          }
+          // A write that failed (alone, after its batch failed) is tried until it passes.
+          if (exit !== undefined) yield* failedWrite(what, exit.cause)
+          written(handled, yield* untilStored(what)(storage.write(handled.outcome)))
+        }
+      })
+    return Effect.suspend(() => {
+      const inFlight = storage.enter(kind.name, key)
+      return Effect.ensuring(
+        deliverAll(inFlight),
+        Effect.sync(() => storage.leave(kind.name, key, inFlight))
+      )
     }).pipe(
-      Effect.scoped,
       withSharding,
       // Only a defect (a bug) gets here: storage failures are tried again until they pass, and the grain's own
       // failure is the occurrence's outcome.
@@ -420,4 +433,5 @@ export const makeDeliver = (options: DeliverOptions): RemindersService["deliver"
         Effect.logError(`reminders of grain ${kind.name}/${key} could not be delivered`, defect)
       )
     )
+  }
 }
