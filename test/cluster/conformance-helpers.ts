@@ -4,10 +4,12 @@
  * PostgreSQL variants can run.
  */
 import * as EntityAddress from "@effect/cluster/EntityAddress"
+import * as EntityId from "@effect/cluster/EntityId"
 import * as Envelope from "@effect/cluster/Envelope"
 import * as Message from "@effect/cluster/Message"
 import type * as MessageStorage from "@effect/cluster/MessageStorage"
 import * as ShardId from "@effect/cluster/ShardId"
+import * as Sharding from "@effect/cluster/Sharding"
 import * as Snowflake from "@effect/cluster/Snowflake"
 import { Headers } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
@@ -102,6 +104,21 @@ export const startRunner = (
   })
 
 export type TestRunner = Effect.Effect.Success<ReturnType<typeof startRunner>>
+
+/**
+ * Moves the clock a second at a time, `settleMillis` of real time after each, until `runner` holds the shard of each
+ * of `entityIds` (default group), 60 steps at most, and fails saying so after. A persisted send to a shard whose
+ * assignment the runner has not learned yet waits for it, and assignments come with the clock: a test that sends
+ * before they came, and moves the clock only after the send, waits forever (seen on a loaded machine).
+ */
+export const untilShardsHeld = (runner: TestRunner, entityIds: ReadonlyArray<string>, settleMillis: number) =>
+  Effect.gen(function* () {
+    const sharding = Context.get(runner.context, Sharding.Sharding)
+    const held = () => entityIds.every((id) => sharding.hasShardId(sharding.getShardId(EntityId.make(id), "default")))
+    for (let i = 0; i < 60 && !held(); i++) yield* advance(1, settleMillis)
+    if (!held())
+      return yield* Effect.dieMessage(`runner ${runner.port} holds not every shard of ${entityIds.join(", ")}`)
+  })
 
 /** The instants a schedule fired, as ISO strings, oldest first. */
 export const historyOf = (reference: string) =>

@@ -395,11 +395,20 @@ for (const backend of backends) {
               VALUES (${kind.name}, 'old', 'tick', '7', ${JSON.stringify(wake("legacy"))}, 2000, 3000)`
             const runner = yield* start(1)
             const grains = yield* withGrains(runner, kind)
-            // Its occurrence, stored by the previous version as a persisted message of the grain.
+            // Its occurrence, stored by the previous version as a persisted message of the grain. The send waits for
+            // the runner's shards, which a loaded machine can leave unassigned until the clock moves: forked, and
+            // joined while the clock moves in small steps (before the occurrence's due time).
             const client = yield* Effect.provide(kind.entity.client, runner.context)
-            yield* client("old")
-              .Remind(new ReminderDelivery({ name: "tick", generation: "7", due: 2_000 }), { discard: true })
-              .pipe(Effect.provide(runner.context))
+            const send = yield* Effect.fork(
+              client("old")
+                .Remind(new ReminderDelivery({ name: "tick", generation: "7", due: 2_000 }), { discard: true })
+                .pipe(Effect.provide(runner.context))
+            )
+            for (let at = 100; at < 2_000 && Option.isNone(yield* Fiber.poll(send)); at += 100) {
+              yield* advanceTo(at, backend.settleMillis, 100)
+            }
+            assert.isTrue(Option.isSome(yield* Fiber.poll(send)), "the previous version's message was not stored")
+            yield* Fiber.join(send)
             yield* advanceTo(9_000, backend.settleMillis, backend.step)
             assert.deepStrictEqual(
               events.filter((event) => !event.startsWith("+")).map((event) => event.split("@")[0]),

@@ -10,7 +10,7 @@ import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { DateTime, Effect, Exit, Layer, PrimaryKey, Schema, Scope, TestClock } from "effect"
 import { ClusterRunner } from "tickwork/cluster"
-import { advance, freshPrefix, pgStorage, pgUnavailable, startRunner } from "./conformance-helpers.js"
+import { advance, freshPrefix, pgStorage, pgUnavailable, startRunner, untilShardsHeld } from "./conformance-helpers.js"
 
 const pgSkip = await pgUnavailable("retention", "the PostgreSQL variant")
 
@@ -91,6 +91,8 @@ for (const backend of backends) {
                 })
               yield* TestClock.adjust(1)
               yield* advance(3, backend.settleMillis)
+              const labels = [0, 1, 2, 3, 4].map((i) => `soon-${i}`).concat([0, 1, 2].map((i) => `late-${i}`))
+              yield* untilShardsHeld(runner, labels, backend.settleMillis)
               for (let i = 0; i < 5; i++) yield* inRunner(send(`soon-${i}`, 1_000))
               for (let i = 0; i < 3; i++) yield* inRunner(send(`late-${i}`, 120_000))
               yield* advance(3, backend.settleMillis)
