@@ -2,10 +2,10 @@ import * as MessageStorage from "@effect/cluster/MessageStorage"
 import * as Sharding from "@effect/cluster/Sharding"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, DateTime, Effect, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
+import { Context, DateTime, Duration, Effect, Exit, Fiber, Layer, Option, Scope, TestClock, TestServices } from "effect"
 import { GrainTimers } from "tickwork"
 import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
-import { FirePayload, makeEntity } from "../../src/cluster/internal/cron.js"
+import { FirePayload, makeEntity, READ_AHEAD_MILLIS } from "../../src/cluster/internal/cron.js"
 import * as CronMessages from "../../src/cluster/internal/cronMessages.js"
 import { captureLogs } from "../utils.js"
 import { advance, historyOf, iso, saveAsCluster, startRunner } from "./conformance-helpers.js"
@@ -494,7 +494,8 @@ describe("ClusterScheduler's next instant, written with the instant's transactio
       const written = (yield* fireRows).filter((row) => row.entity_id === iso(20_000))
       assert.strictEqual(written.length, 1)
       const row = written[0]!
-      assert.strictEqual(Number(row.deliver_at), 20_000)
+      // Delivered ahead of its instant: the handler waits for the instant itself.
+      assert.strictEqual(Number(row.deliver_at), 20_000 - READ_AHEAD_MILLIS)
       assert.strictEqual(Number(row.processed), 0)
 
       // The same request saved by @effect/cluster itself, with the same id, replaces it: every column agrees.
@@ -516,6 +517,34 @@ describe("ClusterScheduler's next instant, written with the instant's transactio
       // And it is delivered at its instant, as a sent one.
       yield* advance(10)
       assert.deepStrictEqual(fired, [iso(10_000), iso(20_000)])
+    }).pipe(Effect.provide(ClusterRunner.layerTest()))
+  )
+
+  it.scoped("an instant's message is read ahead of it; execute starts at the instant, not before", () =>
+    Effect.gen(function* () {
+      const { execute, fired, fires } = recorder()
+      yield* ClusterScheduler.scheduleWithCron("*/10 * * * * ?", execute, ClusterScheduler.withTimerReference("ahead"))
+      yield* advance(11)
+      assert.deepStrictEqual(fired, [iso(10_000)])
+      const settle = TestServices.provideLive(Effect.sleep(200))
+      // Between the message's delivery time and its instant: the message is read (claimed), execute has not run.
+      yield* TestClock.setTime(20_000 - READ_AHEAD_MILLIS / 2)
+      yield* settle
+      const row = (yield* fireRows).find((r) => r.entity_id === iso(20_000))!
+      assert.isNotNull(row.last_read)
+      assert.strictEqual(Number(row.processed), 0)
+      assert.deepStrictEqual(fired, [iso(10_000)])
+      yield* TestClock.setTime(20_000 - 1)
+      yield* settle
+      assert.deepStrictEqual(fired, [iso(10_000)])
+      // At the instant: it runs without waiting for a read.
+      yield* TestClock.setTime(20_000)
+      yield* settle
+      assert.deepStrictEqual(fired, [iso(10_000), iso(20_000)])
+      assert.deepStrictEqual(
+        fires.map((fire) => Duration.toMillis(fire.late)),
+        [0, 0]
+      )
     }).pipe(Effect.provide(ClusterRunner.layerTest()))
   )
 

@@ -10,7 +10,8 @@
  *   transaction (a paused cron's instants move the cursor without running; policies decide misfires and retries).
  *
  * Messages: entity type `tickwork/ClusterScheduler/<reference>`, entity id = the instant (ISO), primary key = the
- * generation, delivered at the instant. Sending the same (instant, generation) twice stores it once.
+ * generation, delivered `READ_AHEAD_MILLIS` before the instant (the handler waits for it). Sending the same (instant,
+ * generation) twice stores it once.
  *
  * The handler of instant `i`, in one SQL transaction: lock the schedule row (reading its state row in the same
  * statement); if `i` is not its cursor, the message is stale (a redelivery after a crash, a second chain after a
@@ -74,6 +75,17 @@ import * as ScheduleState from "./scheduleState.js"
 import { decodePolicies, encodePolicies, ensureStateTables, type StoredPolicies } from "./scheduleState.js"
 import { countAttempt, cronInstantSpan, runnerAddress } from "./spans.js"
 
+/**
+ * How long before its instant an instant's message is delivered (its `deliver_at`): the read, the delivery and the
+ * entity's start happen before the instant, and the handler waits for the instant itself (`untilInstant`), so that
+ * `execute` starts at the instant rather than after the read loop's work. docs/design-choices.md ("A cron instant's
+ * message comes early").
+ */
+export const READ_AHEAD_MILLIS = 250
+
+/** When the message of `instant` is delivered: `READ_AHEAD_MILLIS` before it. */
+export const deliverAtOf = (instant: number): number => instant - READ_AHEAD_MILLIS
+
 export class FirePayload extends Schema.Class<FirePayload>("tickwork/ClusterScheduler/Fire")({
   instant: Schema.Number,
   generation: Schema.Number
@@ -82,9 +94,13 @@ export class FirePayload extends Schema.Class<FirePayload>("tickwork/ClusterSche
     return String(this.generation)
   }
   [DeliverAt.symbol](): DateTime.DateTime {
-    return DateTime.unsafeMake(this.instant)
+    return DateTime.unsafeMake(deliverAtOf(this.instant))
   }
 }
+
+/** Waits until `instant` by the runner's clock (a message read ahead of it); at once when it is due. */
+const untilInstant = (instant: number): Effect.Effect<void> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => (now < instant ? Effect.sleep(instant - now) : Effect.void))
 
 /** Runs outside the grid (`Schedules.trigger`, `Schedules.backfill`): the instants, in order, each once. */
 export class RunPayload extends Schema.Class<RunPayload>("tickwork/ClusterScheduler/Run")({
@@ -792,7 +808,7 @@ const registerSlot = (
         }
         // The next instant's message: written with the transaction (then this runner's read loop is told), or sent;
         // after a stale one, the cursor's (already stored unless a runner died).
-        if (outcome.written) yield* writer!.wake(outcome.cursor!.next!)
+        if (outcome.written) yield* writer!.wake(deliverAtOf(outcome.cursor!.next!))
         else if (outcome.cursor !== undefined) yield* send(outcome.cursor)
       }).pipe(
         // Both retries are unbounded: a cron instant is never given up because storage is briefly unavailable.
@@ -861,8 +877,14 @@ const registerSlot = (
       entity,
       Effect.succeed(
         entity.of({
+          // A message comes `READ_AHEAD_MILLIS` early: the instant's span and work start at the instant.
           fire: (request) =>
-            traced ? cronInstantSpan(reference, request.payload.instant, fire(request.payload)) : fire(request.payload),
+            Effect.zipRight(
+              untilInstant(request.payload.instant),
+              traced
+                ? cronInstantSpan(reference, request.payload.instant, fire(request.payload))
+                : fire(request.payload)
+            ),
           run: (request) => runOutside(request.payload)
         })
       ),

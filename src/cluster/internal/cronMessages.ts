@@ -7,7 +7,7 @@
  * The row is the one `SqlMessageStorage.saveRequest` writes for the request a send with `discard` makes: a fresh
  * request id from the runner's Snowflake generator, the shard of the entity id (the instant), the payload encoded
  * with the `fire` RPC's schema, the fiber's request headers, the primary key `<entity type>/<instant>/fire/<generation>`
- * as `message_id`, the instant as `deliver_at`, and `ON CONFLICT (message_id) DO NOTHING` for a message stored twice.
+ * as `message_id`, the payload's delivery time (`READ_AHEAD_MILLIS` before the instant) as `deliver_at`, and `ON CONFLICT (message_id) DO NOTHING` for a message stored twice.
  * `test/cluster/ClusterScheduler.test.ts` compares it column by column with the one `saveRequest` writes.
  *
  * Only a message for one of this runner's shards is written so; after the commit, this runner's read loop is opened
@@ -18,6 +18,7 @@
  *
  * @internal
  */
+import * as DeliverAt from "@effect/cluster/DeliverAt"
 import * as EntityId from "@effect/cluster/EntityId"
 import type { Sharding } from "@effect/cluster/Sharding"
 import * as RpcClient from "@effect/rpc/RpcClient"
@@ -50,9 +51,9 @@ export interface FireWriter {
    */
   readonly statement: (entityId: string, payload: FireLike) => Effect.Effect<Statement.Statement<unknown> | undefined>
   /**
-   * After the commit of a written message due at `instant`: `occurrenceSql.wakeFor`.
+   * After the commit of a written message delivered at `deliverAt`: `occurrenceSql.wakeFor`.
    */
-  readonly wake: (instant: number) => Effect.Effect<void>
+  readonly wake: (deliverAt: number) => Effect.Effect<void>
 }
 
 const FIRE = "fire"
@@ -83,7 +84,7 @@ export const make = (
           primaryKey: PrimaryKey.value(payload as unknown as PrimaryKey.PrimaryKey),
           payload: encode(payload),
           headers: JSON.stringify(yield* FiberRef.get(RpcClient.currentHeaders)),
-          deliverAt: payload.instant
+          deliverAt: DeliverAt.toMillis(payload) ?? payload.instant
         })
         return raw`INSERT INTO ${messages} ${raw.insert({ ...row })} ON CONFLICT (message_id) DO NOTHING` as Statement.Statement<unknown>
       })
