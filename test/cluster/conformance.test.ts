@@ -12,6 +12,7 @@ import {
   Context,
   DateTime,
   Deferred,
+  Duration,
   Effect,
   Exit,
   Fiber,
@@ -20,10 +21,12 @@ import {
   PrimaryKey,
   Schema,
   Scope,
+  TestClock,
   TestServices
 } from "effect"
 import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, ClusterScheduler, Reminders } from "tickwork/cluster"
+import * as Cron from "../../src/cluster/internal/cron.js"
 import * as ReadLimit from "../../src/cluster/internal/readLimit.js"
 import {
   advance as advanceClock,
@@ -151,6 +154,48 @@ for (const backend of backends) {
           // The cursor reads back as a number (a BIGINT is a string from PostgreSQL).
           const next = yield* ClusterScheduler.nextInstant("once").pipe(Effect.provide(runner.context))
           assert.deepStrictEqual(Option.map(next, DateTime.formatIso), Option.some(iso(50_000)))
+          yield* Scope.close(runner.scope, Exit.void)
+        })
+      )
+
+      it.scoped("cron: an instant's message comes ahead of it and execute starts at the instant", () =>
+        Effect.gen(function* () {
+          const { startRunner } = yield* setup
+          const runner = yield* startRunner(1)
+          const fires: Array<ClusterScheduler.Fire> = []
+          yield* ClusterScheduler.scheduleWithCron(
+            "*/10 * * * * ?",
+            (fire) => Effect.sync(() => fires.push(fire)),
+            ClusterScheduler.withTimerReference("ahead")
+          ).pipe(Effect.provide(runner.context), Scope.extend(runner.scope))
+          yield* advance(11)
+          assert.strictEqual(fires.length, 1)
+          const settle = TestServices.provideLive(Effect.sleep("300 millis"))
+          // Between the claim's time and the instant: read, and on PostgreSQL claimed (the row locked), not run.
+          yield* TestClock.setTime(20_000 - Cron.CLAIM_AHEAD_MILLIS / 2)
+          yield* settle
+          assert.strictEqual(fires.length, 1)
+          const sql = Context.get(runner.context, SqlClient.SqlClient)
+          const { schedules } = yield* Effect.provide(Cron.tableNames, runner.context)
+          const unlocked = yield* sql`
+            SELECT reference FROM ${sql(schedules)} WHERE reference = 'ahead'
+            ${backend.name === "pg" ? sql.literal("FOR UPDATE SKIP LOCKED") : sql.literal("")}`
+          assert.strictEqual(unlocked.length, backend.name === "pg" ? 0 : 1)
+          // At the instant it runs, without waiting for a read; recorded as fired at the instant.
+          yield* TestClock.setTime(20_000)
+          yield* settle
+          assert.deepStrictEqual(
+            fires.map((fire) => [DateTime.formatIso(fire.instant), Duration.toMillis(fire.late)]),
+            [
+              [iso(10_000), 0],
+              [iso(20_000), 0]
+            ]
+          )
+          const history = yield* ClusterScheduler.history("ahead").pipe(Effect.provide(runner.context))
+          assert.deepStrictEqual(
+            history.map((entry) => DateTime.toEpochMillis(entry.firedAt)),
+            [10_000, 20_000]
+          )
           yield* Scope.close(runner.scope, Exit.void)
         })
       )

@@ -98,9 +98,72 @@ export class FirePayload extends Schema.Class<FirePayload>("tickwork/ClusterSche
   }
 }
 
-/** Waits until `instant` by the runner's clock (a message read ahead of it); at once when it is due. */
-const untilInstant = (instant: number): Effect.Effect<void> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => (now < instant ? Effect.sleep(instant - now) : Effect.void))
+/** Per clock and instant: the gate the fibers waiting for that instant share (`untilInstant`). */
+const gates = new WeakMap<Clock.Clock, Map<number, Effect.Latch>>()
+
+/**
+ * Waits until `instant` by the runner's clock (a message read ahead of it); at once when it is due. The waits for
+ * one instant share one sleep, so that they resume together (ten schedules due at once run their `execute`s first,
+ * then their writes: see `instantTransaction`), not one timer callback after the other. Interruptible: nothing of the
+ * instant has happened yet (a transaction begun ahead is rolled back), and its message stays to be delivered again.
+ */
+export const untilInstant = (instant: number): Effect.Effect<void> =>
+  Effect.clockWith((clock) =>
+    Effect.flatMap(clock.currentTimeMillis, (now) => {
+      if (now >= instant) return Effect.void
+      let byInstant = gates.get(clock)
+      if (byInstant === undefined) gates.set(clock, (byInstant = new Map()))
+      const open = byInstant.get(instant)
+      // After the gate opens, the clock is read again (an opener interrupted opens it early).
+      if (open !== undefined) return Effect.zipRight(Effect.interruptible(open.await), untilInstant(instant))
+      const gate = Effect.unsafeMakeLatch(false)
+      const waits = byInstant
+      waits.set(instant, gate)
+      return Effect.interruptible(Effect.sleep(instant - now)).pipe(
+        Effect.ensuring(
+          Effect.suspend(() => {
+            if (waits.get(instant) === gate) waits.delete(instant)
+            return gate.open
+          })
+        ),
+        Effect.zipRight(untilInstant(instant))
+      )
+    })
+  )
+
+/**
+ * On PostgreSQL an instant's transaction begins `CLAIM_AHEAD_MILLIS` before the instant: its BEGIN and the lock of the
+ * schedule's row (with the fired row) are behind it when it comes, and `execute` starts at the instant. Each holds a
+ * pooled connection until it commits, so at most `CLAIMS_AHEAD` do at once per client; the others begin at the
+ * instant, as on SQLite (whose one connection a transaction would hold for everyone).
+ */
+export const CLAIM_AHEAD_MILLIS = 50
+export const CLAIMS_AHEAD = 8
+
+/** Per SQL client: the instant transactions begun ahead of their instant and not ended. */
+const claimsAhead = new WeakMap<object, { count: number }>()
+
+/**
+ * Runs `transaction` (an instant's, which waits for the instant after its claim) now when `sql` is given and fewer
+ * than `CLAIMS_AHEAD` of its transactions are begun ahead; otherwise at the instant.
+ */
+export const claimAhead = <A, E, R>(
+  sql: object | undefined,
+  instant: number,
+  transaction: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.suspend(() => {
+    let held = sql === undefined ? undefined : claimsAhead.get(sql)
+    if (sql !== undefined && held === undefined) claimsAhead.set(sql, (held = { count: 0 }))
+    if (held === undefined || held.count >= CLAIMS_AHEAD) return Effect.zipRight(untilInstant(instant), transaction)
+    held.count++
+    return Effect.ensuring(
+      transaction,
+      Effect.sync(() => {
+        held.count--
+      })
+    )
+  })
 
 /** Runs outside the grid (`Schedules.trigger`, `Schedules.backfill`): the instants, in order, each once. */
 export class RunPayload extends Schema.Class<RunPayload>("tickwork/ClusterScheduler/Run")({
@@ -500,7 +563,8 @@ const registerSlot = (
     /**
      * PostgreSQL: the lock (`claimCursor`) and the instant's fired row in one statement, the row inserted when the
      * cursor is the instant and the schedule is not paused (`firedNew`: whether it was; the caller deletes it again
-     * with `unfire` when the instant does not run after all). SQLite: `claimCursor`, the row left to `recordFired`.
+     * with `unfire` when the instant does not run after all; fired at the instant when claimed ahead of it). SQLite:
+     * `claimCursor`, the row left to `recordFired`.
      */
     const claim = (now: number, instant: number, runner: string) =>
       isPg
@@ -508,7 +572,7 @@ const registerSlot = (
             sql<ClaimRow & { readonly fired: unknown }>`
               WITH c AS (${claimStatement(now)}), f AS (
                 INSERT INTO ${firedTable} (reference, instant, fired_at, runner, outcome)
-                SELECT ${reference}, ${instant}, ${now}, ${runner}, 'ok' FROM c
+                SELECT ${reference}, ${instant}, ${Math.max(now, instant)}, ${runner}, 'ok' FROM c
                 WHERE c.next_instant = ${instant} AND c.paused_note IS NULL
                 ON CONFLICT (reference, instant) DO NOTHING
                 RETURNING instant
@@ -657,13 +721,16 @@ const registerSlot = (
       turn: { readonly _tag: "run" } | { readonly _tag: "skip"; readonly detail: string } | undefined
     ) =>
       Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
         const runner = yield* runnerAddress
         return yield* sql
           .withTransaction(
             Effect.gen(function* () {
-              const claimed = yield* claim(now, instant, runner)
+              const claimedAt = yield* Clock.currentTimeMillis
+              const claimed = yield* claim(claimedAt, instant, runner)
               if (claimed === undefined || claimed.next !== instant) return done(claimed, false, false)
+              // Claimed ahead of the instant (`claimAhead`): the transaction holds the schedule's row until it.
+              yield* untilInstant(instant)
+              const now = yield* Clock.currentTimeMillis
               const policies = claimed.policies ?? storedPolicies(slot.last.policies)
               const cron = cronOf(claimed.expression, claimed.timeZone) ?? slot.last.cron
               const moveOn = (next: number | null) => moveCursorAndWrite(next, claimed.generation)
@@ -720,6 +787,8 @@ const registerSlot = (
                 // above would go with it, hence the savepoint then), and `recordFailure` records it.
                 const ran = yield* Effect.exit(runExecute(definition, context, fire))
                 if (Exit.isFailure(ran)) return yield* Effect.fail(new ExecuteFailed(ran, now, decision.next))
+                // Instants due together resume together (`untilInstant`): their `execute`s go before their writes.
+                yield* Effect.yieldNow()
               }
               if (Exit.isFailure(exit)) {
                 // Its SQL effects were rolled back (each attempt is a savepoint); the instant is recorded as failed.
@@ -790,12 +859,13 @@ const registerSlot = (
         // Nothing of the schedule runs here and its last known policy needs no marker: no turn is taken up front.
         const fast =
           local.count === 0 && local.overlap !== "skip" && local.overlap !== "bufferOne"
-            ? yield* instantTransaction(instant, undefined)
+            ? yield* claimAhead(isPg ? sql : undefined, instant, instantTransaction(instant, undefined))
             : undefined
         let outcome: Done
         if (fast !== undefined && fast._tag === "done") {
           outcome = fast
         } else {
+          yield* untilInstant(instant)
           const turn = yield* awaitTurn(turnHost, `s:${instant}`)
           const body = Effect.flatMap(instantTransaction(instant, turn), (result) =>
             // With a turn taken, the transaction never asks for one.
@@ -877,10 +947,11 @@ const registerSlot = (
       entity,
       Effect.succeed(
         entity.of({
-          // A message comes `READ_AHEAD_MILLIS` early: the instant's span and work start at the instant.
+          // A message comes `READ_AHEAD_MILLIS` early: the instant's span and work start at the instant, or
+          // `CLAIM_AHEAD_MILLIS` before it on PostgreSQL (`claimAhead`).
           fire: (request) =>
             Effect.zipRight(
-              untilInstant(request.payload.instant),
+              untilInstant(request.payload.instant - (isPg ? CLAIM_AHEAD_MILLIS : 0)),
               traced
                 ? cronInstantSpan(reference, request.payload.instant, fire(request.payload))
                 : fire(request.payload)
