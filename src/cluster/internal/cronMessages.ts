@@ -7,7 +7,8 @@
  * The row is the one `SqlMessageStorage.saveRequest` writes for the request a send with `discard` makes: a fresh
  * request id from the runner's Snowflake generator, the shard of the entity id (the instant), the payload encoded
  * with the `fire` RPC's schema, the fiber's request headers, the primary key `<entity type>/<instant>/fire/<generation>`
- * as `message_id`, the payload's delivery time (`READ_AHEAD_MILLIS` before the instant) as `deliver_at`, and `ON CONFLICT (message_id) DO NOTHING` for a message stored twice.
+ * as `message_id`, the payload's delivery time (`cron.READ_AHEAD_MILLIS` before the instant) as `deliver_at`, and
+ * `ON CONFLICT (message_id) DO NOTHING` for a message stored twice.
  * `test/cluster/ClusterScheduler.test.ts` compares it column by column with the one `saveRequest` writes.
  *
  * Only a message for one of this runner's shards is written so; after the commit, this runner's read loop is opened
