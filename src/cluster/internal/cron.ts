@@ -859,7 +859,7 @@ const registerSlot = (
         // Nothing of the schedule runs here and its last known policy needs no marker: no turn is taken up front.
         const fast =
           local.count === 0 && local.overlap !== "skip" && local.overlap !== "bufferOne"
-            ? yield* claimAhead(isPg ? sql : undefined, instant, instantTransaction(instant, undefined))
+            ? yield* claimAhead(isPg ? storage : undefined, instant, instantTransaction(instant, undefined))
             : undefined
         let outcome: Done
         if (fast !== undefined && fast._tag === "done") {
