@@ -125,6 +125,8 @@ export const chunks = <A>(items: ReadonlyArray<A>, size = UPSERT_CHUNK): Readonl
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
 
 export interface ReminderSql {
+  /** Whether the table is on PostgreSQL (else SQLite). */
+  readonly pg: boolean
   /**
    * Writes the reminders `registered` of `kind` (each (key, name) once), replacing those of the same (key, name): on
    * PostgreSQL one statement per `PG_CHUNK`, on SQLite one multi-row statement per `UPSERT_CHUNK`. Several statements
@@ -360,6 +362,7 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
         { discard: true }
       )
     return {
+      pg,
       write: (kind, registered) => (pg ? pgWrite(kind, registered) : sqliteWrite(kind, registered)),
       statementsFor: (count) => Math.ceil(count / (pg ? PG_CHUNK : UPSERT_CHUNK)),
       upsert: (kind, key, row) => sqliteWrite(kind, [{ key, row, shardId: null }]),
