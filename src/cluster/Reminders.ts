@@ -478,10 +478,11 @@ const isPrepared = (checked: Prepared | InputError): checked is Prepared => "row
 type Written = ReminderSql.Registered & { readonly local: boolean }
 
 /**
- * Registrations per statement of a `registerManyFor` batch of more on PostgreSQL: the runner checks the next ones
- * while the server runs a statement.
+ * Registrations per statement of a `registerManyFor` batch of more on PostgreSQL (one statement's worth,
+ * `ReminderSql.PG_CHUNK`): the runner checks the next ones while the server runs a statement. Smaller chunks within a
+ * call of 1,000 (a transaction then, and more statements) cost the runner more than the overlap gives on two cores.
  */
-const PIPELINE_CHUNK = 250
+const PIPELINE_CHUNK = ReminderSql.PG_CHUNK
 
 /** Waits for the event loop's next turn: what fibers started meanwhile (a statement's send) has run. */
 const nextMacrotask: Effect.Effect<void> = Effect.async<void>((resume) => {

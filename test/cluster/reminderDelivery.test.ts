@@ -348,7 +348,7 @@ for (const backend of backends) {
       )
 
       it.scoped(
-        "a large batch (on PostgreSQL a statement per 250, each chunk checked while the one before is written): all " +
+        "a large batch (on PostgreSQL a statement per 1,000, each chunk checked while the one before is written): all " +
           "or none, the first bad registration's error, the later of two registrations wins, text kept as it is",
         () =>
           Effect.gen(function* () {
@@ -387,14 +387,14 @@ for (const backend of backends) {
                 // Storage refuses a row of the second chunk: nothing is written.
                 yield* refuseRows(Context.get(storage, SqlClient.SqlClient), table, "grain_key", "refused")
                 yield* TestClock.adjust(1)
-                const rows = batch(1_200)
-                rows[300] = { ...rows[300]!, key: "refused" }
+                const rows = batch(2_500)
+                rows[1_050] = { ...rows[1_050]!, key: "refused" }
                 assert.strictEqual(yield* failureOf(rows), "ReminderStorageError")
                 assert.strictEqual(yield* count, 0)
                 // With a bad registration after it, the batch fails with that one's error, as it does when every
                 // registration is checked before anything is written.
                 yield* TestClock.adjust(1)
-                rows[1_100] = { ...rows[1_100]!, name: "" }
+                rows[2_200] = { ...rows[2_200]!, name: "" }
                 assert.strictEqual(yield* failureOf(rows), "InvalidReminderName")
                 assert.strictEqual(yield* count, 0)
               })
@@ -404,9 +404,9 @@ for (const backend of backends) {
             yield* TestClock.adjust(1)
             const now = yield* Clock.currentTimeMillis
             const odd = ["{a,b}", 'q"uote', "back\\slash", "NULL", " spaced ", "ünïcødé ✓", '\\"', "a/b%c"]
-            const rows = batch(1_000)
+            const rows = batch(1_500)
             rows[10] = { key: "dup", name: "same", message: wake("first"), schedule: Reminders.after("1 hour") }
-            rows[900] = { key: "dup", name: "same", message: wake("second"), schedule: Reminders.after("2 hours") }
+            rows[1_200] = { key: "dup", name: "same", message: wake("second"), schedule: Reminders.after("2 hours") }
             odd.forEach((text, j) => {
               rows[500 + j] = {
                 key: text,
@@ -421,12 +421,12 @@ for (const backend of backends) {
               schedule: Reminders.cron("0 0 12 * * ?", { timeZone: "Europe/Berlin" })
             }
             const infos = yield* Reminders.registerManyFor(kind, rows).pipe(Effect.provide(grains))
-            assert.strictEqual(infos.length, 1_000)
+            assert.strictEqual(infos.length, 1_500)
             assert.deepStrictEqual(
-              [infos[10]!.nextDue, infos[900]!.nextDue, infos[999]!.nextDue],
+              [infos[10]!.nextDue, infos[1_200]!.nextDue, infos[1_499]!.nextDue],
               [now + 3_600_000, now + 7_200_000, now + 86_400_000]
             )
-            assert.strictEqual(yield* count, 999)
+            assert.strictEqual(yield* count, 1_499)
             const listed = (key: string) => Reminders.listFor(kind, key).pipe(Effect.provide(grains))
             assert.deepStrictEqual(
               (yield* listed("dup")).map((info) => [info.name, info.nextDue]),
