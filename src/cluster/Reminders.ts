@@ -622,8 +622,30 @@ export const layer = (
               })
             }
           }
-          const first = firstOccurrence(name, schedule, now)
-          if (Either.isLeft(first)) return first.left
+          let due: number
+          let periodMillis: number | undefined
+          // The common one-shots without the `Either`s of `firstOccurrence`, which gives the same for them.
+          if (
+            schedule._tag === "At" &&
+            schedule.period === undefined &&
+            typeof schedule.time === "number" &&
+            Number.isFinite(schedule.time)
+          ) {
+            due = Math.ceil(Math.max(schedule.time, now))
+          } else if (
+            schedule._tag === "After" &&
+            schedule.period === undefined &&
+            typeof schedule.delay === "number" &&
+            schedule.delay >= 0 &&
+            schedule.delay < Number.POSITIVE_INFINITY
+          ) {
+            due = Math.ceil(now + schedule.delay)
+          } else {
+            const first = firstOccurrence(name, schedule, now)
+            if (Either.isLeft(first)) return first.left
+            due = first.right.due
+            periodMillis = first.right.periodMillis
+          }
           const encoded = encode(key, message)
           if (Either.isLeft(encoded)) return encoded.left
           const cron = schedule._tag === "Cron"
@@ -633,8 +655,8 @@ export const layer = (
               name,
               generation,
               message: JSON.stringify(encoded.right),
-              nextDue: first.right.due,
-              periodMillis: first.right.periodMillis,
+              nextDue: due,
+              periodMillis,
               cron: cron ? schedule.expression : undefined,
               timeZone: cron ? (schedule.timeZone ?? "UTC") : undefined
             }
@@ -833,6 +855,8 @@ export const layer = (
             const written: Array<Written | undefined> = []
             /** Each reminder's place in `written`, by (key, name). */
             const places = new Map<string, number>()
+            /** Whether this runner holds a shard, by shard, as the batch found it. */
+            const held = new Map<string, boolean>()
             /** The first grain on a shard this runner holds, when the kind is not hosted here. */
             let unhostedKey: string | undefined
             /**
@@ -852,10 +876,14 @@ export const layer = (
                 if (!isPrepared(prepared)) return prepared
                 const { key, row } = prepared
                 infos[i] = toInfo(row)
-                const shard = shardOf(kind, key)
-                const local = sharding.hasShardId(shard)
+                const shardId = shardOf(kind, key).toString()
+                let local = held.get(shardId)
+                if (local === undefined) {
+                  local = sharding.hasShardId(shardOf(kind, key))
+                  held.set(shardId, local)
+                }
                 if (local && !hosted && unhostedKey === undefined) unhostedKey = key
-                const entry: Written = { key, row, shardId: shard.toString(), local }
+                const entry: Written = { key, row, shardId, local }
                 const id = `${key.length}:${key}${row.name}`
                 const place = places.get(id)
                 if (place !== undefined && place >= start) {

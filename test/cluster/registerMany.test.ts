@@ -70,6 +70,56 @@ describe("Reminders.registerManyFor", () => {
     120_000
   )
 
+  it.scoped("one-shots given in millis: due as registerFor makes them; NaN and infinite times are typed errors", () =>
+    Effect.gen(function* () {
+      const { kind } = makeSubject()
+      const runner = yield* Layer.build(
+        ClusterGrain.layer([kind]).pipe(
+          Layer.provideMerge(Reminders.layer()),
+          Layer.provideMerge(ActorSystem.layer({ name: "runner" })),
+          Layer.provideMerge(ClusterRunner.layerTest())
+        )
+      )
+      yield* TestClock.adjust(1_000)
+      const schedules = [
+        Reminders.after(1.5),
+        Reminders.after(0),
+        Reminders.at(500),
+        Reminders.at(2_000.25),
+        Reminders.after("1 second"),
+        Reminders.at(3_000, { period: 10 })
+      ]
+      const many = yield* Reminders.registerManyFor(
+        kind,
+        schedules.map((schedule, i) => ({ key: "g", name: `m${i}`, message: wake("x"), schedule }))
+      ).pipe(Effect.provide(runner))
+      const single = yield* Effect.forEach(schedules, (schedule, i) =>
+        Reminders.registerFor(kind, "h", `s${i}`, wake("x"), schedule)
+      ).pipe(Effect.provide(runner))
+      assert.deepStrictEqual(
+        many.map((info) => [info.nextDue, info.periodMillis]),
+        single.map((info) => [info.nextDue, info.periodMillis])
+      )
+      assert.deepStrictEqual(
+        many.map((info) => info.nextDue),
+        [1_002, 1_000, 1_000, 2_001, 2_000, 3_000]
+      )
+      for (const schedule of [
+        Reminders.at(Number.NaN),
+        Reminders.at(Number.POSITIVE_INFINITY),
+        Reminders.after(Number.NaN),
+        Reminders.after(Number.POSITIVE_INFINITY)
+      ]) {
+        const exit = yield* Effect.exit(
+          Reminders.registerManyFor(kind, [{ key: "g", name: "bad", message: wake("x"), schedule }]).pipe(
+            Effect.provide(runner)
+          )
+        )
+        assert.strictEqual(Exit.isFailure(exit) ? (exit.cause as any).error?._tag : "registered", "InvalidTimerDelay")
+      }
+    })
+  )
+
   it.scoped("the same (key, name) twice: the later one wins", () =>
     Effect.gen(function* () {
       const { delivered, kind } = makeSubject()

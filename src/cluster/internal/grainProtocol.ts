@@ -267,11 +267,13 @@ export const messageEncoder = <Msg>(kind: {
   readonly message: Schema.Schema<Msg, unknown>
 }): ((key: string, message: Msg) => Either.Either<unknown, InvalidGrainMessage>) => {
   const encode = Schema.encodeEither(kind.message)
-  return (key, message) =>
-    Either.mapLeft(
-      encode(message),
-      (error) => new InvalidGrainMessage({ grain: `${kind.name}/${key}`, issue: issueOf(error) })
-    )
+  return (key, message) => {
+    const encoded = encode(message)
+    // A right is returned as it is (its error type is only a type).
+    return Either.isRight(encoded)
+      ? (encoded as Either.Either<unknown, never>)
+      : Either.left(new InvalidGrainMessage({ grain: `${kind.name}/${key}`, issue: issueOf(encoded.left) }))
+  }
 }
 
 /**
