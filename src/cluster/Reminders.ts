@@ -287,8 +287,8 @@ export interface RemindersService {
     schedule: ReminderSchedule
   ) => Effect.Effect<ReminderInfo, RegisterError>
   /**
-   * Registers (or replaces) many reminders of grain kind `kind`, all or none: every registration is checked first
-   * (the first bad one fails the batch before anything is written), the rows go in one statement or transaction
+   * Registers (or replaces) many reminders of grain kind `kind`, all or none: every registration is checked (the
+   * first bad one fails the batch, and nothing of it is committed), the rows go in one statement or transaction
    * (see `registerManyFor`).
    */
   readonly registerMany: (
@@ -1188,10 +1188,17 @@ export const listFor = <Msg, A, E>(
 
 /**
  * From anywhere on a runner with the service: registers (or replaces) many reminders of grains of one kind, all or
- * none. Each registration is checked first (the same typed errors as `registerFor`); the first bad one fails the
- * whole batch and nothing is written. The rows are written in one statement on PostgreSQL (one per 1,000
- * registrations, in one transaction) and one transaction on SQLite: the batch is written whole or not at all. The
- * same (key, name) twice in a batch: the later one wins. Succeeds with the registered reminders, in the order given.
+ * none. Each registration is checked (the same typed errors as `registerFor`); the first bad one fails the whole
+ * batch and nothing of it is written. The rows are written in one statement on PostgreSQL (one per 1,000
+ * registrations, in one transaction) and one transaction on SQLite: the batch is written whole or not at all. On
+ * PostgreSQL a batch of more than 1,000 is checked a chunk of 1,000 at a time while the statement of the chunk before
+ * runs (a bad registration, or a failed statement, rolls the transaction back: nothing is kept, and the error is the
+ * first bad registration's if there is one). The same (key, name) twice in a batch: the later one wins. Succeeds with
+ * the registered reminders, in the order given.
+ *
+ * Cost: about 9-12 µs of the runner's CPU a registration and, on PostgreSQL, one statement of about 8-9 ms of the
+ * server's per 1,000 (measured on two cores; see docs/performance.md). Calls of 1,000 with several in flight, or one
+ * large call, keep both busy.
  *
  * @example
  * ```ts
