@@ -1196,7 +1196,7 @@ export const listFor = <Msg, A, E>(
  * first bad registration's if there is one). The same (key, name) twice in a batch: the later one wins. Succeeds with
  * the registered reminders, in the order given.
  *
- * Cost: about 9-12 µs of the runner's CPU a registration and, on PostgreSQL, one statement of about 8-9 ms of the
+ * Cost: about 9-12 µs of the runner's CPU a registration and, on PostgreSQL, one statement of about 9 ms of the
  * server's per 1,000 (measured on two cores; see docs/performance.md). Calls of 1,000 with several in flight, or one
  * large call, keep both busy.
  *
