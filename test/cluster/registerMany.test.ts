@@ -6,7 +6,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Layer, Schema, Scope, TestClock } from "effect"
 import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
-import { advance } from "./conformance-helpers.js"
+import { advance, dropPrefixTables, freshPrefix, pgStorage, pgUnavailable } from "./conformance-helpers.js"
+
+const pgSkip = await pgUnavailable("registerManyFor", "the PostgreSQL variant")
 
 const Msg = Schema.TaggedStruct("Wake", { label: Schema.String })
 type Msg = typeof Msg.Type
@@ -217,4 +219,60 @@ describe("Reminders.registerManyFor", () => {
       )
     })
   )
+
+  for (const backend of ["sqlite", "pg"] as const) {
+    it.scoped.skipIf(backend === "pg" && pgSkip !== undefined)(
+      `${backend}: a large batch the cluster refuses (on PostgreSQL checked a chunk at a time while the chunk before ` +
+        "is written) registers nothing; a bad registration after the refused ones is the batch's error",
+      () =>
+        Effect.gen(function* () {
+          const { kind } = makeSubject()
+          const prefix = freshPrefix("rm")
+          const base = yield* Layer.build(
+            Reminders.layer().pipe(
+              Layer.provideMerge(
+                ClusterRunner.layerTest(backend === "pg" ? { storage: pgStorage, tablePrefix: prefix } : {})
+              ),
+              Layer.provideMerge(ActorSystem.layer({ name: "runner" }))
+            )
+          )
+          if (backend === "pg")
+            yield* Effect.addFinalizer(() => Effect.orDie(dropPrefixTables(prefix)).pipe(Effect.provide(base)))
+          const hosting = yield* Scope.make()
+          yield* Layer.buildWithScope(ClusterGrain.layer([kind]), hosting).pipe(Effect.provide(base))
+          yield* TestClock.adjust(1)
+          const batch = Array.from({ length: 2_500 }, (_, i) => ({
+            key: `k${i % 30}`,
+            name: `r${i}`,
+            message: wake(`n${i}`),
+            schedule: Reminders.after("1 day")
+          }))
+          yield* Reminders.registerManyFor(kind, batch).pipe(Effect.provide(base))
+          // The kind leaves the runner, which owns every shard: every registration of the batch is refused.
+          yield* Scope.close(hosting, Exit.void)
+          yield* TestClock.adjust(1)
+          const failureOf = (registrations: ReadonlyArray<Reminders.Registration<Msg>>) =>
+            Effect.map(
+              Effect.either(Reminders.registerManyFor(kind, registrations).pipe(Effect.provide(base))),
+              (result) => (result._tag === "Left" ? result.left._tag : "registered")
+            )
+          const replacing = batch.map((registration) => ({
+            ...registration,
+            message: wake("new"),
+            schedule: Reminders.after("2 days")
+          }))
+          assert.strictEqual(yield* failureOf(replacing), "UnknownClusterGrainKind")
+          yield* TestClock.adjust(1)
+          replacing[2_400] = { ...replacing[2_400]!, schedule: Reminders.cron("nope") }
+          assert.strictEqual(yield* failureOf(replacing), "InvalidCronExpression")
+          const kept = yield* Effect.forEach(
+            Array.from({ length: 30 }, (_, i) => `k${i}`),
+            (key) => Reminders.listFor(kind, key)
+          ).pipe(Effect.provide(base))
+          assert.strictEqual(kept.flat().length, 2_500)
+          assert.isTrue(kept.flat().every((info) => info.nextDue === 86_400_001))
+        }),
+      60_000
+    )
+  }
 })
