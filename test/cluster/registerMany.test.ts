@@ -6,7 +6,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Layer, Schema, Scope, TestClock } from "effect"
 import { ActorSystem, Grain } from "tickwork"
 import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
-import { advance } from "./conformance-helpers.js"
+import { advance, dropPrefixTables, freshPrefix, pgStorage, pgUnavailable } from "./conformance-helpers.js"
+
+const pgSkip = await pgUnavailable("registerManyFor", "the PostgreSQL variant")
 
 const Msg = Schema.TaggedStruct("Wake", { label: Schema.String })
 type Msg = typeof Msg.Type
@@ -68,6 +70,56 @@ describe("Reminders.registerManyFor", () => {
         assert.deepStrictEqual(yield* Reminders.registerManyFor(kind, []).pipe(Effect.provide(runner)), [])
       }),
     120_000
+  )
+
+  it.scoped("one-shots given in millis: due as registerFor makes them; NaN and infinite times are typed errors", () =>
+    Effect.gen(function* () {
+      const { kind } = makeSubject()
+      const runner = yield* Layer.build(
+        ClusterGrain.layer([kind]).pipe(
+          Layer.provideMerge(Reminders.layer()),
+          Layer.provideMerge(ActorSystem.layer({ name: "runner" })),
+          Layer.provideMerge(ClusterRunner.layerTest())
+        )
+      )
+      yield* TestClock.adjust(1_000)
+      const schedules = [
+        Reminders.after(1.5),
+        Reminders.after(0),
+        Reminders.at(500),
+        Reminders.at(2_000.25),
+        Reminders.after("1 second"),
+        Reminders.at(3_000, { period: 10 })
+      ]
+      const many = yield* Reminders.registerManyFor(
+        kind,
+        schedules.map((schedule, i) => ({ key: "g", name: `m${i}`, message: wake("x"), schedule }))
+      ).pipe(Effect.provide(runner))
+      const single = yield* Effect.forEach(schedules, (schedule, i) =>
+        Reminders.registerFor(kind, "h", `s${i}`, wake("x"), schedule)
+      ).pipe(Effect.provide(runner))
+      assert.deepStrictEqual(
+        many.map((info) => [info.nextDue, info.periodMillis]),
+        single.map((info) => [info.nextDue, info.periodMillis])
+      )
+      assert.deepStrictEqual(
+        many.map((info) => info.nextDue),
+        [1_002, 1_000, 1_000, 2_001, 2_000, 3_000]
+      )
+      for (const schedule of [
+        Reminders.at(Number.NaN),
+        Reminders.at(Number.POSITIVE_INFINITY),
+        Reminders.after(Number.NaN),
+        Reminders.after(Number.POSITIVE_INFINITY)
+      ]) {
+        const exit = yield* Effect.exit(
+          Reminders.registerManyFor(kind, [{ key: "g", name: "bad", message: wake("x"), schedule }]).pipe(
+            Effect.provide(runner)
+          )
+        )
+        assert.strictEqual(Exit.isFailure(exit) ? (exit.cause as any).error?._tag : "registered", "InvalidTimerDelay")
+      }
+    })
   )
 
   it.scoped("the same (key, name) twice: the later one wins", () =>
@@ -167,4 +219,60 @@ describe("Reminders.registerManyFor", () => {
       )
     })
   )
+
+  for (const backend of ["sqlite", "pg"] as const) {
+    it.scoped.skipIf(backend === "pg" && pgSkip !== undefined)(
+      `${backend}: a large batch the cluster refuses (on PostgreSQL checked a chunk at a time while the chunk before ` +
+        "is written) registers nothing; a bad registration after the refused ones is the batch's error",
+      () =>
+        Effect.gen(function* () {
+          const { kind } = makeSubject()
+          const prefix = freshPrefix("rm")
+          const base = yield* Layer.build(
+            Reminders.layer().pipe(
+              Layer.provideMerge(
+                ClusterRunner.layerTest(backend === "pg" ? { storage: pgStorage, tablePrefix: prefix } : {})
+              ),
+              Layer.provideMerge(ActorSystem.layer({ name: "runner" }))
+            )
+          )
+          if (backend === "pg")
+            yield* Effect.addFinalizer(() => Effect.orDie(dropPrefixTables(prefix)).pipe(Effect.provide(base)))
+          const hosting = yield* Scope.make()
+          yield* Layer.buildWithScope(ClusterGrain.layer([kind]), hosting).pipe(Effect.provide(base))
+          yield* TestClock.adjust(1)
+          const batch = Array.from({ length: 2_500 }, (_, i) => ({
+            key: `k${i % 30}`,
+            name: `r${i}`,
+            message: wake(`n${i}`),
+            schedule: Reminders.after("1 day")
+          }))
+          yield* Reminders.registerManyFor(kind, batch).pipe(Effect.provide(base))
+          // The kind leaves the runner, which owns every shard: every registration of the batch is refused.
+          yield* Scope.close(hosting, Exit.void)
+          yield* TestClock.adjust(1)
+          const failureOf = (registrations: ReadonlyArray<Reminders.Registration<Msg>>) =>
+            Effect.map(
+              Effect.either(Reminders.registerManyFor(kind, registrations).pipe(Effect.provide(base))),
+              (result) => (result._tag === "Left" ? result.left._tag : "registered")
+            )
+          const replacing = batch.map((registration) => ({
+            ...registration,
+            message: wake("new"),
+            schedule: Reminders.after("2 days")
+          }))
+          assert.strictEqual(yield* failureOf(replacing), "UnknownClusterGrainKind")
+          yield* TestClock.adjust(1)
+          replacing[2_400] = { ...replacing[2_400]!, schedule: Reminders.cron("nope") }
+          assert.strictEqual(yield* failureOf(replacing), "InvalidCronExpression")
+          const kept = yield* Effect.forEach(
+            Array.from({ length: 30 }, (_, i) => `k${i}`),
+            (key) => Reminders.listFor(kind, key)
+          ).pipe(Effect.provide(base))
+          assert.strictEqual(kept.flat().length, 2_500)
+          assert.isTrue(kept.flat().every((info) => info.nextDue === 86_400_001))
+        }),
+      60_000
+    )
+  }
 })

@@ -348,6 +348,115 @@ for (const backend of backends) {
       )
 
       it.scoped(
+        "a large batch (on PostgreSQL a statement per 1,000, each chunk checked while the one before is written): all " +
+          "or none, the first bad registration's error, the later of two registrations wins, text kept as it is",
+        () =>
+          Effect.gen(function* () {
+            const { prefix, start, storage } = yield* setup
+            const { kind } = makeSubject(`rd-chunks-${backend.name}`)
+            const runner = yield* start(1)
+            const grains = yield* withGrains(runner, kind)
+            yield* TestClock.adjust(1)
+            const sql = Context.get(storage, SqlClient.SqlClient).withoutTransforms()
+            const table = `${prefix}_tickwork_reminders`
+            const count = Effect.map(
+              sql<{ readonly n: number | string }>`SELECT COUNT(*) AS n FROM ${sql(table)}`,
+              (rows) => Number(rows[0]!.n)
+            )
+            const batch = (n: number): Array<Reminders.Registration<Msg>> =>
+              Array.from({ length: n }, (_, i) => ({
+                key: `p${i % 40}`,
+                name: `r${i}`,
+                message: wake("w", i),
+                schedule: Reminders.after("1 day")
+              }))
+            const failureOf = (registrations: ReadonlyArray<Reminders.Registration<Msg>>) =>
+              Effect.map(
+                Effect.either(Reminders.registerManyFor(kind, registrations).pipe(Effect.provide(grains))),
+                (result) => (result._tag === "Left" ? result.left._tag : "registered")
+              )
+            {
+              // A bad registration in the last chunk: the statements of the chunks before it are rolled back.
+              const rows = batch(1_200)
+              rows[1_199] = { ...rows[1_199]!, schedule: Reminders.after(-1) }
+              assert.strictEqual(yield* failureOf(rows), "InvalidTimerDelay")
+              assert.strictEqual(yield* count, 0)
+            }
+            yield* Effect.scoped(
+              Effect.gen(function* () {
+                // Storage refuses a row of the second chunk: nothing is written.
+                yield* refuseRows(Context.get(storage, SqlClient.SqlClient), table, "grain_key", "refused")
+                yield* TestClock.adjust(1)
+                const rows = batch(2_500)
+                rows[1_050] = { ...rows[1_050]!, key: "refused" }
+                assert.strictEqual(yield* failureOf(rows), "ReminderStorageError")
+                assert.strictEqual(yield* count, 0)
+                // With a bad registration after it, the batch fails with that one's error, as it does when every
+                // registration is checked before anything is written.
+                yield* TestClock.adjust(1)
+                rows[2_200] = { ...rows[2_200]!, name: "" }
+                assert.strictEqual(yield* failureOf(rows), "InvalidReminderName")
+                assert.strictEqual(yield* count, 0)
+              })
+            )
+            // Written whole: of two registrations of one reminder in different chunks the later wins; keys, names,
+            // messages and time zones with the characters of array literals and JSON are kept.
+            yield* TestClock.adjust(1)
+            const now = yield* Clock.currentTimeMillis
+            const odd = ["{a,b}", 'q"uote', "back\\slash", "NULL", " spaced ", "ünïcødé ✓", '\\"', "a/b%c"]
+            const rows = batch(1_500)
+            rows[10] = { key: "dup", name: "same", message: wake("first"), schedule: Reminders.after("1 hour") }
+            rows[1_200] = { key: "dup", name: "same", message: wake("second"), schedule: Reminders.after("2 hours") }
+            odd.forEach((text, j) => {
+              rows[500 + j] = {
+                key: text,
+                name: text,
+                message: wake(text, j),
+                schedule: Reminders.after("1 hour", { period: `${j + 1} hours` })
+              }
+            })
+            rows[600] = {
+              ...rows[600]!,
+              key: "cron",
+              schedule: Reminders.cron("0 0 12 * * ?", { timeZone: "Europe/Berlin" })
+            }
+            const infos = yield* Reminders.registerManyFor(kind, rows).pipe(Effect.provide(grains))
+            assert.strictEqual(infos.length, 1_500)
+            assert.deepStrictEqual(
+              [infos[10]!.nextDue, infos[1_200]!.nextDue, infos[1_499]!.nextDue],
+              [now + 3_600_000, now + 7_200_000, now + 86_400_000]
+            )
+            assert.strictEqual(yield* count, 1_499)
+            const listed = (key: string) => Reminders.listFor(kind, key).pipe(Effect.provide(grains))
+            assert.deepStrictEqual(
+              (yield* listed("dup")).map((info) => [info.name, info.nextDue]),
+              [["same", now + 7_200_000]]
+            )
+            for (const [j, text] of odd.entries()) {
+              assert.deepStrictEqual(yield* listed(text), [
+                {
+                  name: text,
+                  nextDue: now + 3_600_000,
+                  periodMillis: (j + 1) * 3_600_000,
+                  cron: undefined,
+                  timeZone: undefined
+                }
+              ])
+            }
+            const [cron] = yield* listed("cron")
+            assert.deepStrictEqual([cron?.cron, cron?.timeZone], ["0 0 12 * * ?", "Europe/Berlin"])
+            const messages = yield* sql<{ readonly grain_key: string; readonly message: string }>`
+              SELECT grain_key, message FROM ${sql(table)} WHERE name = grain_key`
+            assert.deepStrictEqual(
+              messages.map((row) => [row.grain_key, JSON.parse(row.message)]).sort(),
+              odd.map((text, j) => [text, wake(text, j)]).sort()
+            )
+            yield* Scope.close(runner.scope, Exit.void)
+          }),
+        60_000
+      )
+
+      it.scoped(
         "a runner that leaves with occurrences armed: the shard's next owner delivers them, each once",
         () =>
           Effect.gen(function* () {

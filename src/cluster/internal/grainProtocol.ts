@@ -259,6 +259,24 @@ export const encodeMessage = <Msg>(
   )
 
 /**
+ * `encodeMessage` for many messages of one kind: the schema's encoder is made once. A function of (key, message), as
+ * `encodeMessage` is.
+ */
+export const messageEncoder = <Msg>(kind: {
+  readonly name: string
+  readonly message: Schema.Schema<Msg, unknown>
+}): ((key: string, message: Msg) => Either.Either<unknown, InvalidGrainMessage>) => {
+  const encode = Schema.encodeEither(kind.message)
+  return (key, message) => {
+    const encoded = encode(message)
+    // A right is returned as it is (its error type is only a type).
+    return Either.isRight(encoded)
+      ? (encoded as Either.Either<unknown, never>)
+      : Either.left(new InvalidGrainMessage({ grain: `${kind.name}/${key}`, issue: issueOf(encoded.left) }))
+  }
+}
+
+/**
  * Runs `send` with the entity client of (kind, key) after the check that keeps it from hanging: when this runner
  * owns the key's shard, the kind must be registered here. The send itself is bounded by `timeout`; it runs
  * disconnected, because interrupting a send to an unregistered kind waits for that kind too. Decoding defects

@@ -125,6 +125,8 @@ export const chunks = <A>(items: ReadonlyArray<A>, size = UPSERT_CHUNK): Readonl
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
 
 export interface ReminderSql {
+  /** Whether the table is on PostgreSQL (else SQLite). */
+  readonly pg: boolean
   /**
    * Writes the reminders `registered` of `kind` (each (key, name) once), replacing those of the same (key, name): on
    * PostgreSQL one statement per `PG_CHUNK`, on SQLite one multi-row statement per `UPSERT_CHUNK`. Several statements
@@ -234,6 +236,14 @@ const rowColumns = ({
   time_zone: row.timeZone ?? null,
   shard_id: shardId
 })
+
+/** A string as an element of a PostgreSQL array literal: quoted, with `"` and `\` escaped. */
+const arrayElement = (value: string): string => {
+  let escaped = value
+  if (escaped.includes("\\")) escaped = escaped.replaceAll("\\", "\\\\")
+  if (escaped.includes('"')) escaped = escaped.replaceAll('"', '\\"')
+  return `"${escaped}"`
+}
 
 /** A row of a scan for due reminders. */
 interface RawDue {
@@ -345,21 +355,47 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
           sql`INSERT INTO ${table} ${sql.insert(chunk.map((entry) => ({ kind, ...rowColumns(entry) })))} ${onConflict}`,
         { discard: true }
       )
-    // PostgreSQL: the rows as one JSON parameter, turned into a record set by the server.
-    const pgWrite = (kind: string, rows: ReadonlyArray<Registered>) =>
-      Effect.forEach(
-        chunks(rows, PG_CHUNK),
-        (chunk) =>
-          sql`INSERT INTO ${table} (kind, grain_key, name, generation, message, next_due, period_millis, cron,
-              time_zone, shard_id)
-            SELECT ${kind}::text, grain_key, name, generation, message, next_due, period_millis, cron, time_zone, shard_id
-            FROM json_to_recordset(${JSON.stringify(chunk.map(rowColumns))}::json) AS x(grain_key text, name text,
-              generation text, message text, next_due bigint, period_millis bigint, cron text, time_zone text,
-              shard_id text)
-            ${onConflict}`,
-        { discard: true }
+    // PostgreSQL: each column as one array parameter (a text array literal), zipped into rows by the server's
+    // `unnest`: cheaper for it to read than the rows as JSON.
+    const pgStatement = (kind: string, rows: ReadonlyArray<Registered>) => {
+      let keys = "{"
+      let names = "{"
+      let generations = "{"
+      let messages = "{"
+      let dues = "{"
+      let periods = "{"
+      let crons = "{"
+      let zones = "{"
+      let shards = "{"
+      for (let i = 0; i < rows.length; i++) {
+        const { key, row, shardId } = rows[i]!
+        const comma = i === 0 ? "" : ","
+        keys += comma + arrayElement(key)
+        names += comma + arrayElement(row.name)
+        generations += comma + arrayElement(row.generation)
+        messages += comma + arrayElement(row.message)
+        dues += comma + String(row.nextDue)
+        periods += comma + (row.periodMillis === undefined ? "NULL" : String(row.periodMillis))
+        crons += comma + (row.cron === undefined ? "NULL" : arrayElement(row.cron))
+        zones += comma + (row.timeZone === undefined ? "NULL" : arrayElement(row.timeZone))
+        shards += comma + arrayElement(shardId)
+      }
+      const [k, n, g, m, d, p, c, z, s] = [keys, names, generations, messages, dues, periods, crons, zones, shards].map(
+        (elements) => `${elements}}`
       )
+      return sql`INSERT INTO ${table} (kind, grain_key, name, generation, message, next_due, period_millis, cron,
+          time_zone, shard_id)
+        SELECT ${kind}::text, k, n, g, m, d, p, c, z, s
+        FROM unnest(${k}::text[], ${n}::text[], ${g}::text[], ${m}::text[], ${d}::bigint[], ${p}::bigint[],
+          ${c}::text[], ${z}::text[], ${s}::text[]) AS x(k, n, g, m, d, p, c, z, s)
+        ${onConflict}`
+    }
+    const pgWrite = (kind: string, rows: ReadonlyArray<Registered>) =>
+      rows.length <= PG_CHUNK
+        ? Effect.asVoid(pgStatement(kind, rows))
+        : Effect.forEach(chunks(rows, PG_CHUNK), (chunk) => pgStatement(kind, chunk), { discard: true })
     return {
+      pg,
       write: (kind, registered) => (pg ? pgWrite(kind, registered) : sqliteWrite(kind, registered)),
       statementsFor: (count) => Math.ceil(count / (pg ? PG_CHUNK : UPSERT_CHUNK)),
       upsert: (kind, key, row) => sqliteWrite(kind, [{ key, row, shardId: null }]),
