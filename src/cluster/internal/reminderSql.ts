@@ -74,8 +74,9 @@ export const rowOf = (raw: RawRow): ReminderRow => ({
 export const UPSERT_CHUNK = 500
 
 /**
- * Registrations per PostgreSQL statement: one JSON parameter whatever the count (binding thousands of parameters costs
- * more than the inserts), so this only bounds a statement's size; more are several statements in one transaction.
+ * Registrations per PostgreSQL statement: one array parameter per column whatever the count (binding thousands of
+ * parameters costs more than the inserts), so this only bounds a statement's size; more are several statements in
+ * one transaction.
  */
 export const PG_CHUNK = 1_000
 
