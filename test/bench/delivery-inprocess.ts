@@ -8,9 +8,10 @@
  *   npx tsx test/bench/delivery-inprocess.ts            N=20000 G=2000 STORAGE=sqlite (or pg:<url>)
  *   node --cpu-prof --import tsx test/bench/delivery-inprocess.ts
  */
-import { Clock, Effect, Layer, Schema } from "effect"
-import { ActorSystem, Grain } from "tickwork"
-import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
+import { Clock, Effect, Schema } from "effect"
+import { Grain } from "tickwork"
+import { ClusterGrain, Reminders } from "tickwork/cluster"
+import * as InProcessRunner from "./inprocess-runner.js"
 
 const N = Number(process.env.N ?? "20000")
 const G = Number(process.env.G ?? "2000")
@@ -35,17 +36,11 @@ const Subject = ClusterGrain.make(
   { message: Fire }
 )
 
-const storage = STORAGE.startsWith("pg:")
-  ? ClusterRunner.postgres({ url: STORAGE.slice(3) })
-  : ClusterRunner.sqlite(":memory:")
-const tablePrefix = `inproc${process.pid}`
-
-const Live = ClusterGrain.layer([Subject]).pipe(
-  Layer.provideMerge(Reminders.layer()),
-  Layer.provideMerge(ActorSystem.layer({ name: "inprocess" })),
-  Layer.provideMerge(ClusterRunner.layerTestRunner({ port: 1, tablePrefix })),
-  Layer.provide(ClusterRunner.layerStorage(storage))
-)
+const Live = InProcessRunner.layer(Subject, {
+  name: "inprocess",
+  tablePrefix: `inproc${process.pid}`,
+  storage: InProcessRunner.storageOf(STORAGE)
+})
 
 const round = (r: number) =>
   Effect.gen(function* () {

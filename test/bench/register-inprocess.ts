@@ -11,9 +11,10 @@
  */
 import { readdirSync, readFileSync } from "node:fs"
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Layer, Schema } from "effect"
-import { ActorSystem, Grain } from "tickwork"
-import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
+import { Clock, Effect, Schema } from "effect"
+import { Grain } from "tickwork"
+import { ClusterGrain, Reminders } from "tickwork/cluster"
+import * as InProcessRunner from "./inprocess-runner.js"
 
 const N = Number(process.env.N ?? "100000")
 const BATCH = Number(process.env.BATCH ?? "1000")
@@ -30,15 +31,13 @@ const Subject = ClusterGrain.make(
 )
 
 const pg = STORAGE.startsWith("pg:")
-const storage = pg ? ClusterRunner.postgres({ url: STORAGE.slice(3) }) : ClusterRunner.sqlite(":memory:")
 const tablePrefix = `regbench${process.pid}`
 
-const Live = ClusterGrain.layer([Subject]).pipe(
-  Layer.provideMerge(Reminders.layer()),
-  Layer.provideMerge(ActorSystem.layer({ name: "register-bench" })),
-  Layer.provideMerge(ClusterRunner.layerTestRunner({ port: 1, tablePrefix })),
-  Layer.provideMerge(ClusterRunner.layerStorage(storage))
-)
+const Live = InProcessRunner.layer(Subject, {
+  name: "register-bench",
+  tablePrefix,
+  storage: InProcessRunner.storageOf(STORAGE)
+})
 
 /** CPU microseconds of every process named postgres (0 where /proc says nothing). */
 const serverMicros = (): number => {
@@ -68,7 +67,7 @@ const median = (xs: ReadonlyArray<number>) => {
 const round = (r: number, inFlight: number) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    yield* sql`TRUNCATE ${sql(`${tablePrefix}_tickwork_reminders`)}`
+    yield* sql`DELETE FROM ${sql(`${tablePrefix}_tickwork_reminders`)}`
     const now = yield* Clock.currentTimeMillis
     const due = now + 86_400_000
     const registrations = Array.from({ length: N }, (_, i) => ({

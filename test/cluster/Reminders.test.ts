@@ -5,7 +5,7 @@ import { ActorSystem, Grain, Metrics, Passivation } from "tickwork"
 import { ClusterGrain, ClusterRunner, Reminders } from "tickwork/cluster"
 import { TestCluster } from "tickwork/cluster/testkit"
 import * as ReminderSql from "../../src/cluster/internal/reminderSql.js"
-import { advance, pgStorage, pgUnavailable, startRunner } from "./conformance-helpers.js"
+import { advance, describeStorages, pgUnavailable, startRunner } from "./conformance-helpers.js"
 
 const pgSkip = await pgUnavailable("Reminders", "the PostgreSQL table variant")
 
@@ -412,60 +412,52 @@ describe("Reminders", () => {
 })
 
 /** The reminders table's SQL, on embedded SQLite and on PostgreSQL (a private table per run there). */
-for (const [name, skip, storage] of [
-  ["sqlite", undefined, ClusterRunner.sqlite(":memory:")],
-  ["pg", pgSkip, pgStorage]
-] as const) {
-  describe.skipIf(skip !== undefined)(
-    skip === undefined ? `reminders table: ${name}` : `reminders table: ${name} (skipped: ${skip})`,
-    () => {
-      it.scoped(
-        "upsert replaces by (kind, key, name); advance and remove respect the generation; BIGINTs read back as numbers",
-        () =>
-          Effect.gen(function* () {
-            const sql = yield* SqlClient.SqlClient
-            const tableName = `tickwork_reminders_test_${Date.now()}_${Math.floor(Math.random() * 1e6)}`
-            yield* Effect.addFinalizer(() => Effect.ignore(sql`DROP TABLE IF EXISTS ${sql(tableName)}`))
-            const table = yield* ReminderSql.make(sql, tableName)
-            const due = 1_700_000_000_000
-            yield* table.upsert("k", "a", {
-              name: "n",
-              generation: "1",
-              message: "{}",
-              nextDue: due,
-              periodMillis: 5_000,
-              cron: undefined,
-              timeZone: undefined
-            })
-            const replaced = {
-              name: "n",
-              generation: "2",
-              message: '{"_tag":"x"}',
-              nextDue: due + 1,
-              periodMillis: undefined,
-              cron: "0 * * * * ?",
-              timeZone: "UTC"
-            }
-            yield* table.upsert("k", "a", replaced)
-            assert.deepStrictEqual(yield* table.get("k", "a", "n"), replaced)
-            yield* table.advance("k", "a", "n", "1", due + 99, "default:1")
-            assert.strictEqual((yield* table.get("k", "a", "n"))?.nextDue, due + 1)
-            yield* table.advance("k", "a", "n", "2", due + 60_000, "default:1")
-            assert.deepStrictEqual(
-              (yield* table.list("k", "a")).map((row) => row.nextDue),
-              [due + 60_000]
-            )
-            assert.deepStrictEqual(yield* table.list("k", "b"), [])
-            assert.isFalse(yield* table.remove("k", "a", "n", "1"))
-            assert.isTrue(yield* table.remove("k", "a", "n"))
-            assert.isUndefined(yield* table.get("k", "a", "n"))
-          }).pipe(
-            // The table is dropped before the storage closes: a finalizer outside this scope would find the pool
-            // closed (and, ignored, leave one table per run behind in PostgreSQL).
-            Effect.scoped,
-            Effect.provide(ClusterRunner.layerStorage(storage))
-          )
+describeStorages("reminders table", pgSkip, (_name, storage) => {
+  it.scoped(
+    "upsert replaces by (kind, key, name); advance and remove respect the generation; BIGINTs read back as numbers",
+    () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const tableName = `tickwork_reminders_test_${Date.now()}_${Math.floor(Math.random() * 1e6)}`
+        yield* Effect.addFinalizer(() => Effect.ignore(sql`DROP TABLE IF EXISTS ${sql(tableName)}`))
+        const table = yield* ReminderSql.make(sql, tableName)
+        const due = 1_700_000_000_000
+        yield* table.upsert("k", "a", {
+          name: "n",
+          generation: "1",
+          message: "{}",
+          nextDue: due,
+          periodMillis: 5_000,
+          cron: undefined,
+          timeZone: undefined
+        })
+        const replaced = {
+          name: "n",
+          generation: "2",
+          message: '{"_tag":"x"}',
+          nextDue: due + 1,
+          periodMillis: undefined,
+          cron: "0 * * * * ?",
+          timeZone: "UTC"
+        }
+        yield* table.upsert("k", "a", replaced)
+        assert.deepStrictEqual(yield* table.get("k", "a", "n"), replaced)
+        yield* table.advance("k", "a", "n", "1", due + 99, "default:1")
+        assert.strictEqual((yield* table.get("k", "a", "n"))?.nextDue, due + 1)
+        yield* table.advance("k", "a", "n", "2", due + 60_000, "default:1")
+        assert.deepStrictEqual(
+          (yield* table.list("k", "a")).map((row) => row.nextDue),
+          [due + 60_000]
+        )
+        assert.deepStrictEqual(yield* table.list("k", "b"), [])
+        assert.isFalse(yield* table.remove("k", "a", "n", "1"))
+        assert.isTrue(yield* table.remove("k", "a", "n"))
+        assert.isUndefined(yield* table.get("k", "a", "n"))
+      }).pipe(
+        // The table is dropped before the storage closes: a finalizer outside this scope would find the pool
+        // closed (and, ignored, leave one table per run behind in PostgreSQL).
+        Effect.scoped,
+        Effect.provide(ClusterRunner.layerStorage(storage))
       )
-    }
   )
-}
+})

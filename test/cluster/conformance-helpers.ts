@@ -13,6 +13,7 @@ import * as Sharding from "@effect/cluster/Sharding"
 import * as Snowflake from "@effect/cluster/Snowflake"
 import { Headers } from "@effect/platform"
 import { SqlClient } from "@effect/sql"
+import { describe } from "@effect/vitest"
 import { Context, DateTime, Effect, Exit, Fiber, Layer, Option, Scope, TestClock, TestServices } from "effect"
 import { ClusterRunner, ClusterScheduler } from "tickwork/cluster"
 
@@ -21,6 +22,45 @@ export const pgStorage = ClusterRunner.postgres({
   url: process.env.TICKWORK_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
   connectTimeout: "2 seconds"
 })
+
+/**
+ * Describes `body` once per storage, under `label`: embedded SQLite (in memory), and PostgreSQL (`pgStorage`) unless
+ * `pgSkip` says why it cannot run (the title then says so).
+ */
+export const describeStorages = (
+  label: string,
+  pgSkip: string | undefined,
+  body: (name: "sqlite" | "pg", storage: ClusterRunner.Storage) => void
+): void => {
+  for (const [name, skip, storage] of [
+    ["sqlite", undefined, ClusterRunner.sqlite(":memory:")],
+    ["pg", pgSkip, pgStorage]
+  ] as const) {
+    describe.skipIf(skip !== undefined)(
+      skip === undefined ? `${label}: ${name}` : `${label}: ${name} (skipped: ${skip})`,
+      () => body(name, storage)
+    )
+  }
+}
+
+/** How many rows `table` holds in `storage`. */
+export const rowCount = (
+  storage: Context.Context<SqlClient.SqlClient>,
+  table: string
+): Effect.Effect<number, unknown> =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<{ readonly n: number | string }>`SELECT COUNT(*) AS n FROM ${sql(table)}`
+  ).pipe(
+    Effect.map((rows) => Number(rows[0]!.n)),
+    Effect.provide(storage)
+  )
+
+/** The tag of `effect`'s failure, or `"registered"` when it succeeds. */
+export const failureTag = <A, E extends { readonly _tag: string }, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<string, never, R> =>
+  Effect.map(Effect.either(effect), (result) => (result._tag === "Left" ? result.left._tag : "registered"))
 
 /**
  * Why PostgreSQL cannot be used here, or undefined when it can. When it cannot, prints

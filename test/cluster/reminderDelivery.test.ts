@@ -23,10 +23,12 @@ import { ReminderDelivery } from "../../src/cluster/internal/grainProtocol.js"
 import { updatesWithRace } from "../../src/cluster/internal/reminderSchedules.js"
 import {
   dropPrefixTables,
+  failureTag,
   freshPrefix,
   pgStorage,
   pgUnavailable,
   refuseRows,
+  rowCount,
   startRunner,
   type TestRunner
 } from "./conformance-helpers.js"
@@ -300,14 +302,7 @@ for (const backend of backends) {
             const runner = yield* start(1)
             const grains = yield* withGrains(runner, kind)
             yield* TestClock.adjust(1)
-            const count = (table: string) =>
-              Effect.flatMap(
-                SqlClient.SqlClient,
-                (sql) => sql<{ readonly n: number | string }>`SELECT COUNT(*) AS n FROM ${sql(`${prefix}_${table}`)}`
-              ).pipe(
-                Effect.map((rows) => Number(rows[0]!.n)),
-                Effect.provide(storage)
-              )
+            const count = (table: string) => rowCount(storage, `${prefix}_${table}`)
             // More than one statement on either storage (500 rows on SQLite, 1,000 on PostgreSQL). Fewer than 2,048 a
             // clock millisecond: the runner's Snowflake generator (the generations) repeats its ids past 4,096 in a
             // millisecond while the clock stands still (as TestClock's does).
@@ -359,10 +354,7 @@ for (const backend of backends) {
             yield* TestClock.adjust(1)
             const sql = Context.get(storage, SqlClient.SqlClient).withoutTransforms()
             const table = `${prefix}_tickwork_reminders`
-            const count = Effect.map(
-              sql<{ readonly n: number | string }>`SELECT COUNT(*) AS n FROM ${sql(table)}`,
-              (rows) => Number(rows[0]!.n)
-            )
+            const count = rowCount(storage, table)
             const batch = (n: number): Array<Reminders.Registration<Msg>> =>
               Array.from({ length: n }, (_, i) => ({
                 key: `p${i % 40}`,
@@ -371,10 +363,7 @@ for (const backend of backends) {
                 schedule: Reminders.after("1 day")
               }))
             const failureOf = (registrations: ReadonlyArray<Reminders.Registration<Msg>>) =>
-              Effect.map(
-                Effect.either(Reminders.registerManyFor(kind, registrations).pipe(Effect.provide(grains))),
-                (result) => (result._tag === "Left" ? result.left._tag : "registered")
-              )
+              failureTag(Reminders.registerManyFor(kind, registrations).pipe(Effect.provide(grains)))
             {
               // A bad registration in the last chunk: the statements of the chunks before it are rolled back.
               const rows = batch(1_200)

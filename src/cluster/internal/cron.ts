@@ -153,9 +153,11 @@ export const claimAhead = <A, E, R>(
   transaction: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> =>
   Effect.suspend(() => {
-    let held = sql === undefined ? undefined : claimsAhead.get(sql)
-    if (sql !== undefined && held === undefined) claimsAhead.set(sql, (held = { count: 0 }))
-    if (held === undefined || held.count >= CLAIMS_AHEAD) return Effect.zipRight(untilInstant(instant), transaction)
+    const atInstant = Effect.zipRight(untilInstant(instant), transaction)
+    if (sql === undefined) return atInstant
+    const held = claimsAhead.get(sql) ?? { count: 0 }
+    claimsAhead.set(sql, held)
+    if (held.count >= CLAIMS_AHEAD) return atInstant
     held.count++
     return Effect.ensuring(
       transaction,
@@ -659,7 +661,7 @@ const registerSlot = (
     /** One run of `execute` with the services it was registered with. */
     const runExecute = (definition: Definition<any, any>, context: Context.Context<any>, fire: Fire) =>
       Effect.zipRight(
-        countAttempt,
+        countAttempt(Duration.toMillis(fire.late)),
         Effect.scoped(definition.execute(fire)).pipe(Effect.provide(context)) as Effect.Effect<unknown, unknown>
       )
 
@@ -947,11 +949,11 @@ const registerSlot = (
       entity,
       Effect.succeed(
         entity.of({
-          // A message comes `READ_AHEAD_MILLIS` early: the instant's span and work start at the instant, or
-          // `CLAIM_AHEAD_MILLIS` before it on PostgreSQL (`claimAhead`).
+          // A message comes `READ_AHEAD_MILLIS` early: the instant's span and work start `CLAIM_AHEAD_MILLIS` before
+          // it, and `claimAhead` decides whether its transaction begins then (PostgreSQL) or at the instant.
           fire: (request) =>
             Effect.zipRight(
-              untilInstant(request.payload.instant - (isPg ? CLAIM_AHEAD_MILLIS : 0)),
+              untilInstant(request.payload.instant - CLAIM_AHEAD_MILLIS),
               traced
                 ? cronInstantSpan(reference, request.payload.instant, fire(request.payload))
                 : fire(request.payload)

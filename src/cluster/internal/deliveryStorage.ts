@@ -112,7 +112,6 @@ export const make = (
     })
 
     const inFlight = new Map<string, Set<InFlight>>()
-    const grainOf = (kind: string, key: string) => `${kind}\u0000${key}`
 
     const recordOf = (outcome: Outcome) =>
       outcome.run === undefined
@@ -183,7 +182,7 @@ export const make = (
         writes.unsafeSubmit(outcome, done)
       },
       enter: (kind, key) => {
-        const grain = grainOf(kind, key)
+        const grain = ReminderSql.grainId(kind, key)
         const entry: InFlight = { changed: false }
         let entries = inFlight.get(grain)
         if (entries === undefined) inFlight.set(grain, (entries = new Set()))
@@ -191,14 +190,14 @@ export const make = (
         return entry
       },
       leave: (kind, key, entry) => {
-        const grain = grainOf(kind, key)
+        const grain = ReminderSql.grainId(kind, key)
         const entries = inFlight.get(grain)
         if (entries === undefined) return
         entries.delete(entry)
         if (entries.size === 0) inFlight.delete(grain)
       },
       touched: (kind, key) => {
-        const entries = inFlight.get(grainOf(kind, key))
+        const entries = inFlight.get(ReminderSql.grainId(kind, key))
         if (entries !== undefined) for (const entry of entries) entry.changed = true
       }
     }

@@ -33,7 +33,7 @@ import type * as Scope from "effect/Scope"
 import { isolated } from "../../internal/logContext.js"
 import { scheduleEvents } from "../../Metrics.js"
 import { ArmedReminders } from "./armedReminders.js"
-import type { DueRow } from "./reminderSql.js"
+import { type DueRow, grainId } from "./reminderSql.js"
 
 /** Reminders a scan reads at most: the next page is read when half of it was delivered. */
 export const PAGE = 1_024
@@ -224,7 +224,7 @@ export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.S
           continue
         }
         armed.handOver(slot)
-        const grain = `${row.kind}\u0000${row.key}`
+        const grain = grainId(row.kind, row.key)
         let rows = byGrain.get(grain)
         if (rows === undefined || rows.length >= MAX_PER_SEND) {
           if (rows !== undefined) waiting.push(rows)
@@ -260,7 +260,7 @@ export const make = (options: Options): Effect.Effect<Dispatcher, never, Scope.S
           // A backlog: the page's grains' other occurrences due by then, so that each grain gets its own together.
           // They do not move the page on (`pageFrom`): a later page finds them armed already, and skips them.
           const grains = new Map<string, { readonly kind: string; readonly key: string }>()
-          for (const { key, kind } of rows) grains.set(`${kind}\u0000${key}`, { kind, key })
+          for (const { key, kind } of rows) grains.set(grainId(kind, key), { kind, key })
           armFound(yield* options.siblings(Array.from(grains.values()), until, SIBLINGS))
         }
         for (const [id, until] of cooldown) if (until <= now) cooldown.delete(id)

@@ -45,6 +45,13 @@ const DELIVERY_WRITES = 4
 /** The waits between attempts of a storage operation on the delivery path: short for a blip, capped for an outage. */
 const STORAGE_RETRY = Schedule.exponential("200 millis").pipe(Schedule.union(Schedule.spaced("10 seconds")))
 
+/** A storage failure that is tried again: counted (`storage_retry`) and logged. */
+const storageFailed = (what: string, error: unknown): Effect.Effect<void> =>
+  Effect.zipRight(
+    Effect.sync(() => scheduleEvents("storage_retry").unsafeUpdate(1, [])),
+    Effect.logWarning(`${what}: storage failed; tried again`, error)
+  )
+
 /**
  * A storage operation on the delivery path, tried until it succeeds: giving up would lose the occurrence, since the
  * cluster marks a message processed once its handler returns. Each attempt waits for a place in `line`, if given;
@@ -55,14 +62,7 @@ const STORAGE_RETRY = Schedule.exponential("200 millis").pipe(Schedule.union(Sch
 const untilStored =
   (what: string, line?: Permits) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, never, R> => {
-    const attempt = Effect.uninterruptible(
-      Effect.tapError(effect, (error) =>
-        Effect.zipRight(
-          Effect.sync(() => scheduleEvents("storage_retry").unsafeUpdate(1, [])),
-          Effect.logWarning(`${what}: storage failed; tried again`, error)
-        )
-      )
-    )
+    const attempt = Effect.uninterruptible(Effect.tapError(effect, (error) => storageFailed(what, error)))
     return Effect.interruptible(Effect.retry(line === undefined ? attempt : line.with(attempt), STORAGE_RETRY)).pipe(
       Effect.orDie // never reached: the schedule has no end
     )
@@ -345,13 +345,6 @@ export const makeDeliver = (options: DeliverOptions): RemindersService["deliver"
     if (handled.paused()) scheduleEvents("paused_on_failure").unsafeUpdate(1, [])
   }
 
-  /** The failure of a write given to the writer: counted and logged as `untilStored` does, then tried alone. */
-  const failedWrite = (what: string, cause: Cause.Cause<SqlError>) =>
-    Effect.zipRight(
-      Effect.sync(() => scheduleEvents("storage_retry").unsafeUpdate(1, [])),
-      Effect.logWarning(`${what}: storage failed; tried again`, cause)
-    )
-
   return (kind, key, deliveries, handle, around) => {
     const what = `reminders of grain ${kind.name}/${key}`
     const wantedOf = (list: ReadonlyArray<ReminderDelivery>) =>
@@ -415,7 +408,7 @@ export const makeDeliver = (options: DeliverOptions): RemindersService["deliver"
             continue
           }
           // A write that failed (alone, after its batch failed) is tried until it passes.
-          if (exit !== undefined) yield* failedWrite(what, exit.cause)
+          if (exit !== undefined) yield* storageFailed(what, exit.cause)
           written(handled, yield* untilStored(what)(storage.write(handled.outcome)))
         }
       })

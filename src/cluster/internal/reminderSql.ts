@@ -94,6 +94,9 @@ export interface Registered extends Prepared {
   readonly shardId: string
 }
 
+/** A grain's identity within the cluster, as a map key: its kind and key. */
+export const grainId = (kind: string, key: string): string => `${kind}\u0000${key}`
+
 /** A reminder the scan of a runner's shards found due within its window. */
 export interface DueRow {
   readonly kind: string
@@ -359,42 +362,21 @@ export const make = (client: SqlClient.SqlClient, tableName: string): Effect.Eff
     // PostgreSQL: each column as one array parameter (a text array literal), zipped into rows by the server's
     // `unnest`: cheaper for it to read than the rows as JSON.
     const pgStatement = (kind: string, rows: ReadonlyArray<Registered>) => {
-      let keys = "{"
-      let names = "{"
-      let generations = "{"
-      let messages = "{"
-      let dues = "{"
-      let periods = "{"
-      let crons = "{"
-      let zones = "{"
-      let shards = "{"
-      for (let i = 0; i < rows.length; i++) {
-        const { key, row, shardId } = rows[i]!
-        const comma = i === 0 ? "" : ","
-        keys += comma + arrayElement(key)
-        names += comma + arrayElement(row.name)
-        generations += comma + arrayElement(row.generation)
-        messages += comma + arrayElement(row.message)
-        dues += comma + String(row.nextDue)
-        periods += comma + (row.periodMillis === undefined ? "NULL" : String(row.periodMillis))
-        crons += comma + (row.cron === undefined ? "NULL" : arrayElement(row.cron))
-        zones += comma + (row.timeZone === undefined ? "NULL" : arrayElement(row.timeZone))
-        shards += comma + arrayElement(shardId)
-      }
-      const [k, n, g, m, d, p, c, z, s] = [keys, names, generations, messages, dues, periods, crons, zones, shards].map(
-        (elements) => `${elements}}`
-      )
+      const column = (element: (entry: Registered) => string) => `{${rows.map(element).join(",")}}`
+      const text = (value: string | undefined) => (value === undefined ? "NULL" : arrayElement(value))
+      const number = (value: number | undefined) => (value === undefined ? "NULL" : String(value))
       return sql`INSERT INTO ${table} (kind, grain_key, name, generation, message, next_due, period_millis, cron,
           time_zone, shard_id)
         SELECT ${kind}::text, k, n, g, m, d, p, c, z, s
-        FROM unnest(${k}::text[], ${n}::text[], ${g}::text[], ${m}::text[], ${d}::bigint[], ${p}::bigint[],
-          ${c}::text[], ${z}::text[], ${s}::text[]) AS x(k, n, g, m, d, p, c, z, s)
+        FROM unnest(${column((e) => text(e.key))}::text[], ${column((e) => text(e.row.name))}::text[],
+          ${column((e) => text(e.row.generation))}::text[], ${column((e) => text(e.row.message))}::text[],
+          ${column((e) => number(e.row.nextDue))}::bigint[], ${column((e) => number(e.row.periodMillis))}::bigint[],
+          ${column((e) => text(e.row.cron))}::text[], ${column((e) => text(e.row.timeZone))}::text[],
+          ${column((e) => text(e.shardId))}::text[]) AS x(k, n, g, m, d, p, c, z, s)
         ${onConflict}`
     }
     const pgWrite = (kind: string, rows: ReadonlyArray<Registered>) =>
-      rows.length <= PG_CHUNK
-        ? Effect.asVoid(pgStatement(kind, rows))
-        : Effect.forEach(chunks(rows, PG_CHUNK), (chunk) => pgStatement(kind, chunk), { discard: true })
+      Effect.forEach(chunks(rows, PG_CHUNK), (chunk) => pgStatement(kind, chunk), { discard: true })
     return {
       pg,
       write: (kind, registered) => (pg ? pgWrite(kind, registered) : sqliteWrite(kind, registered)),

@@ -19,12 +19,21 @@ export const runnerAddress: Effect.Effect<string> = Effect.map(
 )
 
 /** The runs of a cron instant's `execute` in one delivery (a storage failure rolls back and runs it again). */
-class CronAttempts extends Context.Tag("tickwork/cluster/CronAttempts")<CronAttempts, { count: number }>() {}
+class CronAttempts extends Context.Tag("tickwork/cluster/CronAttempts")<
+  CronAttempts,
+  { count: number; lateness: number | undefined }
+>() {}
 
-/** Counts one run of `execute` on the span of its instant; nothing when the instant is not traced. */
-export const countAttempt: Effect.Effect<void> = Effect.map(Effect.serviceOption(CronAttempts), (attempts) => {
-  if (Option.isSome(attempts)) attempts.value.count++
-})
+/**
+ * Counts one run of `execute`, started `lateMillis` after its instant, on the span of its instant (the first run's
+ * lateness is the span's); nothing when the instant is not traced.
+ */
+export const countAttempt = (lateMillis: number): Effect.Effect<void> =>
+  Effect.map(Effect.serviceOption(CronAttempts), (attempts) => {
+    if (Option.isNone(attempts)) return
+    attempts.value.count++
+    attempts.value.lateness ??= lateMillis
+  })
 
 /**
  * `handle`, the handling of the message for cron instant `instant` of `reference`, in a root span
@@ -38,19 +47,26 @@ export const cronInstantSpan = <A, E, R>(
 ): Effect.Effect<A, E, R> =>
   Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
-    const attempts = { count: 0 }
+    const attempts: Context.Tag.Service<CronAttempts> = { count: 0, lateness: undefined }
     return yield* rootSpan(
       handle.pipe(
         Effect.provideService(CronAttempts, attempts),
-        Effect.ensuring(Effect.suspend(() => Effect.annotateCurrentSpan("tickwork.cron.attempts", attempts.count)))
+        // The span may start before the instant (its transaction begun ahead): its lateness is its first run's.
+        Effect.ensuring(
+          Effect.suspend(() =>
+            Effect.annotateCurrentSpan({
+              "tickwork.cron.attempts": attempts.count,
+              "tickwork.timer.lateness_ms": attempts.lateness ?? Math.max(0, now - instant)
+            })
+          )
+        )
       ),
       "tickwork.cluster_cron",
       {
         "tickwork.runner": yield* runnerAddress,
         "tickwork.timer.kind": "cluster_cron",
         "tickwork.timer.key": reference,
-        "tickwork.timer.scheduled": instant,
-        "tickwork.timer.lateness_ms": now - instant
+        "tickwork.timer.scheduled": instant
       }
     )
   })
